@@ -1,0 +1,59 @@
+"""``# noqa`` and ``# amp-lint: noqa`` suppression comments."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Dict, FrozenSet, Optional
+
+_CODES = r"[A-Za-z]+[0-9]+(?:\s*[,\s]\s*[A-Za-z]+[0-9]+)*"
+_LINE_RE = re.compile(r"#\s*noqa(?::\s*(?P<codes>" + _CODES + r"))?", re.IGNORECASE)
+_FILE_RE = re.compile(r"#\s*amp-lint\s*:\s*noqa(?::\s*(?P<codes>" + _CODES + r"))?", re.IGNORECASE)
+_SPLIT = re.compile(r"[,\s]+")
+
+
+def _codes(text: Optional[str]) -> Optional[FrozenSet[str]]:
+    if not text:
+        return None
+    return frozenset(c.upper() for c in _SPLIT.split(text.strip()) if c)
+
+
+@dataclass
+class Suppressions:
+    """Per-line and file-level suppressions of one file. ``None`` as codes means all codes."""
+
+    lines: Dict[int, Optional[FrozenSet[str]]] = field(default_factory=dict)
+    file_all: bool = False
+    file_codes: FrozenSet[str] = frozenset()
+
+    def suppresses(self, code: str, row: int) -> bool:
+        if self.file_all or code in self.file_codes:
+            return True
+        if row not in self.lines:
+            return False
+        codes = self.lines[row]
+        return codes is None or code in codes
+
+
+def parse_suppressions(text: str) -> Suppressions:
+    """Scan comments for suppressions (fast path: files without 'noqa' cost one search)."""
+    result = Suppressions()
+    if "noqa" not in text and "NOQA" not in text.upper():
+        return result
+    file_codes = set()
+    for row, line in enumerate(text.splitlines(), start=1):
+        if "#" not in line or "noqa" not in line.lower():
+            continue
+        comment = line[line.index("#"):]
+        file_match = _FILE_RE.search(comment)
+        if file_match:
+            codes = _codes(file_match.group("codes"))
+            if codes is None:
+                result.file_all = True
+            else:
+                file_codes |= codes
+            continue
+        match = _LINE_RE.search(comment)
+        if match:
+            result.lines[row] = _codes(match.group("codes"))
+    result.file_codes = frozenset(file_codes)
+    return result

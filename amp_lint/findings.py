@@ -1,0 +1,86 @@
+"""Findings and fixes as plain data: the interface between rules and reporters.
+
+Nothing here knows about LibCST; reporters import only this module.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Optional, Tuple
+
+
+class Severity(str, Enum):
+    """How bad a finding is (see the rule catalog)."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    PERF = "perf"
+    MIGRATION = "migration"
+
+
+class Applicability(str, Enum):
+    """Whether a fix is applied by plain ``fix`` (safe) or only with ``--unsafe-fixes``."""
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+
+
+@dataclass(frozen=True)
+class Location:
+    """A 1-based row and 1-based column, as ruff reports them."""
+
+    row: int
+    column: int
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text between two locations (end exclusive) by ``content``."""
+
+    content: str
+    location: Location
+    end_location: Location
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A fix as text edits against the original file."""
+
+    applicability: Applicability
+    message: str
+    edits: Tuple[Edit, ...] = ()
+
+
+@dataclass
+class Finding:
+    """One reported hazard in one file."""
+
+    code: str
+    name: str
+    severity: Severity
+    message: str
+    filename: str
+    location: Location
+    end_location: Location
+    fix_applicability: Optional[Applicability] = None
+    fix_title: Optional[str] = None
+    fix: Optional[Fix] = None
+    precision_context: Optional[str] = None
+    confidence: str = "high"
+    noqa_row: Optional[int] = None
+    source_line: Optional[str] = field(default=None, repr=False)
+
+    @property
+    def url(self) -> str:
+        from amp_lint import DOCS_URL
+
+        return f"{DOCS_URL}/{self.code}.md"
+
+    def fixable(self, unsafe_fixes: bool) -> bool:
+        """True when ``amp-lint fix`` (with ``--unsafe-fixes`` if given) would fix this."""
+        if self.fix_applicability is None:
+            return False
+        return self.fix_applicability is Applicability.SAFE or unsafe_fixes
+
+    def sort_key(self) -> tuple:
+        return (self.filename, self.location.row, self.location.column, self.code)

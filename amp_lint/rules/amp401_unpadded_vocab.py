@@ -1,0 +1,192 @@
+"""AMP401 unpadded-vocab."""
+from __future__ import annotations
+
+from typing import List
+
+import libcst as cst
+
+from amp_lint.data.tensor_cores import ALIGNMENT, EMBEDDING, SUGGESTED_VOCAB_MULTIPLE, round_up
+from amp_lint.engine.fixes import CstFix
+from amp_lint.findings import Applicability, Severity
+from amp_lint.rules._layers import LayerDim, is_vocab_dim, layer_dims, resolve
+from amp_lint.rules.base import Invalid, Rule, Valid
+
+
+class UnpaddedVocab(Rule):
+    code = "AMP401"
+    name = "unpadded-vocab"
+    severity = Severity.PERF
+    summary = "Vocabulary-sized GEMM dimension not a multiple of 8"
+    fix_applicability = Applicability.UNSAFE
+    tokens = ("Linear", "Embedding")
+    requires = ("constants",)
+    docs = """
+    ## What it does
+    Finds a language-model head `nn.Linear(d, V)` (or an `nn.Embedding(V, d)` whose weight is tied
+    to the output projection) whose vocabulary size `V` is statically known - a literal, a module
+    constant, simple arithmetic, an argparse `default=`, a dataclass/config default - and is not
+    a multiple of 8.
+
+    ## Why is this bad?
+    The LM head is usually the largest GEMM of the model. fp16/bf16 Tensor Core kernels want every
+    GEMM dimension aligned to 8 elements (16 bytes); a vocabulary of 50257 (GPT-2) runs the head
+    on slower paths. nanoGPT pads it to 50304 (a multiple of 64) for a measurable speed-up;
+    Megatron-LM pads to a multiple of 128. A plain `nn.Embedding` lookup is a gather, not a GEMM,
+    so an untied embedding is not reported.
+
+    ## Fix safety
+    The fix pads the single literal that defines `V` up to the next multiple of 64. It is unsafe:
+    parameter shapes change (old checkpoints no longer load without padding) and the extra logits
+    must never be targets (they learn to stay low).
+
+    ## References
+    - https://docs.nvidia.com/deeplearning/performance/dl-performance-matrix-multiplication/index.html
+    - https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html
+    - karpathy/nanoGPT `model.py` (`vocab_size: int = 50304`)
+    """
+    VALID = [
+        Valid("""
+        from torch import nn
+        lm_head = nn.Linear(768, 50304, bias=False)
+        """),
+        Valid("""
+        import torch.nn as nn
+        emb = nn.Embedding(50257, 768)
+        """),
+        Valid("""
+        import torch.nn as nn
+        class Cfg:
+            vocab_size = 50257
+        def build(cfg, vocab_size):
+            return nn.Linear(768, vocab_size)
+        """),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            from dataclasses import dataclass
+            import torch.nn as nn
+
+            @dataclass
+            class GPTConfig:
+                vocab_size: int = 50257
+                n_embd: int = 768
+
+            class GPT(nn.Module):
+                def __init__(self, config):
+                    super().__init__()
+                    self.wte = nn.Embedding(config.vocab_size, config.n_embd)
+                    self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
+                    self.wte.weight = self.lm_head.weight
+            """,
+            expected="""
+            from dataclasses import dataclass
+            import torch.nn as nn
+
+            @dataclass
+            class GPTConfig:
+                vocab_size: int = 50304
+                n_embd: int = 768
+
+            class GPT(nn.Module):
+                def __init__(self, config):
+                    super().__init__()
+                    self.wte = nn.Embedding(config.vocab_size, config.n_embd)
+                    self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
+                    self.wte.weight = self.lm_head.weight
+            """,
+        ),
+        Invalid(
+            """
+            import argparse
+            from torch import nn
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--vocab-size", type=int, default=32001)
+            args = parser.parse_args()
+            head = nn.Linear(512, args.vocab_size)
+            """,
+        ),
+        Invalid(
+            """
+            import torch.nn as nn
+            VOCAB = 30000 + 522
+            class LM(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.lm_head = nn.Linear(256, VOCAB)
+            """,
+        ),
+        Invalid(
+            """
+            import torch.nn as nn
+            import torch.nn.functional as F
+            class LM(nn.Module):
+                def __init__(self, ntoken=33708, d=512):
+                    super().__init__()
+                    self.embed = nn.Embedding(ntoken, d)
+                def forward(self, h):
+                    return F.linear(h, self.embed.weight)
+            """,
+            expected="""
+            import torch.nn as nn
+            import torch.nn.functional as F
+            class LM(nn.Module):
+                def __init__(self, ntoken=33728, d=512):
+                    super().__init__()
+                    self.embed = nn.Embedding(ntoken, d)
+                def forward(self, h):
+                    return F.linear(h, self.embed.weight)
+            """,
+        ),
+    ]
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.heads: List[LayerDim] = []
+        self.embeddings: List[LayerDim] = []
+        self.tied = False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        for dim in layer_dims(self.ctx, node):
+            if is_vocab_dim(self.ctx, dim):
+                (self.embeddings if dim.layer == EMBEDDING else self.heads).append(dim)
+        if self.ctx.qualify(node.func) == "torch.nn.functional.linear" and len(node.args) > 1:
+            if self.ctx.code(node.args[1].value).endswith(".weight"):
+                self.tied = True
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        target = self.ctx.code(node.targets[0].target)
+        if target.endswith(".weight") and self.ctx.code(node.value).endswith(".weight"):
+            self.tied = True
+
+    def finish(self) -> None:
+        head_sizes = set()
+        for dim in self.heads:
+            value = self._check(dim, "LM-head")
+            if value is not None:
+                head_sizes.add(value)
+        if self.tied:
+            for dim in self.embeddings:
+                resolved = resolve(self.ctx, dim)
+                if resolved is not None and resolved[0] not in head_sizes and not self.heads:
+                    self._check(dim, "tied embedding")
+
+    def _check(self, dim: LayerDim, what: str):
+        resolved = resolve(self.ctx, dim)
+        if resolved is None:
+            return None
+        value, literal = resolved
+        if value <= 0 or value % ALIGNMENT == 0:
+            return value
+        padded = round_up(value, SUGGESTED_VOCAB_MULTIPLE)
+        fix = None
+        if literal is not None:
+            fix = CstFix(f"Pad the vocabulary to {padded}", Applicability.UNSAFE)
+            fix.replace(literal, cst.Integer(str(padded)))
+        self.report(
+            dim.call,
+            f"Vocabulary size {value} of this {what} is not a multiple of {ALIGNMENT}; "
+            f"pad it to {padded} (a multiple of {SUGGESTED_VOCAB_MULTIPLE}) for Tensor Core GEMMs",
+            fix=fix,
+        )
+        return value

@@ -1,0 +1,114 @@
+"""AMP402 tensor-core-misaligned-dim."""
+from __future__ import annotations
+
+from typing import List
+
+import libcst as cst
+
+from amp_lint.data.tensor_cores import ALIGNMENT, EMBEDDING, round_up
+from amp_lint.engine.fixes import CstFix
+from amp_lint.findings import Applicability, Severity
+from amp_lint.rules._layers import LayerDim, is_vocab_dim, layer_dims, resolve
+from amp_lint.rules.base import Invalid, Rule, Valid
+
+
+class TensorCoreMisalignedDim(Rule):
+    code = "AMP402"
+    name = "tensor-core-misaligned-dim"
+    severity = Severity.PERF
+    summary = "Linear/Conv dimension not a multiple of 8"
+    fix_applicability = Applicability.UNSAFE
+    tokens = ("Linear", "Conv")
+    requires = ("constants",)
+    docs = """
+    ## What it does
+    Finds `nn.Linear` and `nn.Conv*d` layers whose input or output size is statically known,
+    at least `min-dim` (default 128), and not a multiple of 8. Vocabulary-sized heads are
+    AMP401's business and are not reported here.
+
+    ## Why is this bad?
+    In fp16/bf16 the layer's GEMM runs on Tensor Cores most efficiently when M, N and K are
+    multiples of 8 elements (16 bytes); with cuBLAS < 11 misalignment disabled Tensor Cores
+    entirely, and newer libraries still run slower kernels. Small dims (the 3 input channels of
+    an image) are left alone: they cost little and cannot be changed.
+
+    ## Fix safety
+    A size written as a literal in the call is reported without a fix: changing one layer's
+    width breaks the next layer. When the size comes from one named constant, argparse default or
+    config default, `--unsafe-fixes` rounds that definition up to a multiple of 8, which resizes
+    every layer that shares it; it changes the architecture and checkpoint shapes.
+
+    ## Options
+    `min-dim` (default 128).
+
+    ## References
+    - https://docs.nvidia.com/deeplearning/performance/dl-performance-fully-connected/index.html
+    - https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html
+    """
+    VALID = [
+        Valid("""
+        from torch import nn
+        layer = nn.Linear(768, 3072)
+        conv = nn.Conv2d(3, 64, 3)
+        """),
+        Valid("""
+        import torch.nn as nn
+        small = nn.Linear(100, 10)
+        """),
+        Valid("""
+        import torch.nn as nn
+        layer = nn.Linear(300, 512)
+        """, settings={"min_dim": 512}),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch.nn as nn
+            proj = nn.Linear(768, 1500)
+            """,
+        ),
+        Invalid(
+            """
+            import torch.nn as nn
+            HIDDEN = 300
+            mlp = nn.Sequential(nn.Linear(512, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, 512))
+            """,
+            count=2,
+            expected="""
+            import torch.nn as nn
+            HIDDEN = 304
+            mlp = nn.Sequential(nn.Linear(512, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, 512))
+            """,
+        ),
+    ]
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.dims: List[LayerDim] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        for dim in layer_dims(self.ctx, node):
+            if dim.layer != EMBEDDING and not is_vocab_dim(self.ctx, dim):
+                self.dims.append(dim)
+
+    def finish(self) -> None:
+        min_dim = self.ctx.settings.min_dim
+        for dim in self.dims:
+            resolved = resolve(self.ctx, dim)
+            if resolved is None:
+                continue
+            value, literal = resolved
+            if value < min_dim or value % ALIGNMENT == 0:
+                continue
+            fix = None
+            if literal is not None and literal is not dim.expr:
+                target = round_up(value, ALIGNMENT)
+                fix = CstFix(f"Round the shared size up to {target}", Applicability.UNSAFE)
+                fix.replace(literal, cst.Integer(str(target)))
+            layer = dim.layer.rsplit(".", 1)[-1]
+            self.report(
+                dim.call,
+                f"{layer} {dim.role}put size {value} is not a multiple of {ALIGNMENT}; "
+                f"Tensor Core GEMMs run slower (use {round_up(value, ALIGNMENT)})",
+                fix=fix,
+            )

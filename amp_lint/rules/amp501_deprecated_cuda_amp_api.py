@@ -1,0 +1,377 @@
+"""AMP501 deprecated-cuda-amp-api."""
+from __future__ import annotations
+
+from typing import List, Optional, Set
+
+import libcst as cst
+
+from amp_lint.data.deprecations import DEPRECATED_AMP_APIS, DEPRECATED_AMP_MODULES, Deprecation
+from amp_lint.engine import codegen
+from amp_lint.engine.fixes import CstFix
+from amp_lint.findings import Applicability, Severity
+from amp_lint.rules.base import Invalid, Rule, Valid
+
+
+class DeprecatedCudaAmpApi(Rule):
+    code = "AMP501"
+    name = "deprecated-cuda-amp-api"
+    severity = Severity.MIGRATION
+    summary = "Deprecated `torch.cuda.amp` / `torch.cpu.amp` API"
+    fix_applicability = Applicability.SAFE
+    tokens = ("amp",)
+    docs = """
+    ## What it does
+    Finds calls, decorators, references and imports of `torch.cuda.amp.autocast`,
+    `torch.cuda.amp.GradScaler`, `torch.cuda.amp.custom_fwd` / `custom_bwd` and
+    `torch.cpu.amp.autocast` / `GradScaler`, however they are imported or aliased.
+
+    ## Why is this bad?
+    Since torch 2.4 these emit a `FutureWarning` on every call ("`torch.cuda.amp.autocast(args...)`
+    is deprecated. Please use `torch.amp.autocast('cuda', args...)` instead.") and they will be
+    removed. The device-generic `torch.amp` API takes the device type explicitly.
+
+    ## Fix safety
+    The fix is safe: it calls the replacement with the device the old API implied, passing the old
+    positional arguments by keyword (the old order was `enabled, dtype, cache_enabled`; the new
+    `autocast` takes `device_type` first). It is offered only when the configured `torch-version`
+    has the replacement (`torch.amp.GradScaler` needs 2.3, `torch.amp.custom_fwd` 2.4). A bare
+    reference such as `ac = torch.cuda.amp.autocast` is reported without a fix, since the
+    replacement needs the device argument. Imports left unused by the fix are removed.
+
+    ## Options
+    `torch-version` (default "2.4").
+
+    ## References
+    - torch 2.13 `torch/cuda/amp/autocast_mode.py`, `torch/cuda/amp/grad_scaler.py` (deprecation warnings)
+    - https://pytorch.org/docs/stable/amp.html
+    """
+    VALID = [
+        Valid("""
+        import torch
+        with torch.amp.autocast("cuda", dtype=torch.float16):
+            pass
+        scaler = torch.amp.GradScaler("cuda")
+        """),
+        Valid("""
+        from torch.amp import autocast
+        with autocast("cpu"):
+            pass
+        """),
+        Valid("""
+        import torch
+        with torch.autocast(device_type="cuda"):
+            pass
+        """),
+        Valid("""
+        def autocast():
+            pass
+        with autocast():
+            pass
+        """),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+
+            scaler = torch.cuda.amp.GradScaler()
+            with torch.cuda.amp.autocast():
+                loss = model(x)
+            """,
+            expected="""
+            import torch
+
+            scaler = torch.amp.GradScaler("cuda")
+            with torch.amp.autocast("cuda"):
+                loss = model(x)
+            """,
+            count=2,
+        ),
+        Invalid(
+            """
+            import torch
+            with torch.cuda.amp.autocast(False):
+                pass
+            """,
+            expected="""
+            import torch
+            with torch.amp.autocast("cuda", enabled=False):
+                pass
+            """,
+        ),
+        Invalid(
+            """
+            import torch as T
+            with T.cuda.amp.autocast(True, T.bfloat16):
+                pass
+            """,
+            expected="""
+            import torch as T
+            with T.amp.autocast("cuda", enabled=True, dtype=T.bfloat16):
+                pass
+            """,
+        ),
+        Invalid(
+            """
+            from torch.cuda.amp import autocast, GradScaler
+            scaler = GradScaler(enabled=True)
+            with autocast(dtype=torch.float16):
+                pass
+            """,
+            expected="""
+            import torch
+            scaler = torch.amp.GradScaler("cuda", enabled=True)
+            with torch.amp.autocast("cuda", dtype=torch.float16):
+                pass
+            """,
+            count=2,
+        ),
+        Invalid(
+            """
+            import torch
+            from torch.cuda import amp
+            with amp.autocast():
+                pass
+            """,
+            expected="""
+            import torch
+            with torch.amp.autocast("cuda"):
+                pass
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            class F(torch.autograd.Function):
+                @staticmethod
+                @torch.cuda.amp.custom_fwd
+                def forward(ctx, x):
+                    return x
+                @staticmethod
+                @torch.cuda.amp.custom_bwd
+                def backward(ctx, g):
+                    return g
+            """,
+            expected="""
+            import torch
+            class F(torch.autograd.Function):
+                @staticmethod
+                @torch.amp.custom_fwd(device_type="cuda")
+                def forward(ctx, x):
+                    return x
+                @staticmethod
+                @torch.amp.custom_bwd(device_type="cuda")
+                def backward(ctx, g):
+                    return g
+            """,
+            count=2,
+        ),
+        Invalid(
+            """
+            import torch
+            @torch.cuda.amp.custom_fwd(cast_inputs=torch.float32)
+            def f(x):
+                return x
+            """,
+            expected="""
+            import torch
+            @torch.amp.custom_fwd(cast_inputs=torch.float32, device_type="cuda")
+            def f(x):
+                return x
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            with torch.cpu.amp.autocast(dtype=torch.bfloat16):
+                pass
+            """,
+            expected="""
+            import torch
+            with torch.amp.autocast("cpu", dtype=torch.bfloat16):
+                pass
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            ac = torch.cuda.amp.autocast
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            scaler = torch.cuda.amp.GradScaler()
+            """,
+            settings={"torch_version": "2.2"},
+            expected="""
+            import torch
+            scaler = torch.cuda.amp.GradScaler()
+            """,
+        ),
+        Invalid(
+            """
+            from torch.cuda.amp import autocast
+            import os
+            """,
+            expected="""
+            import os
+            """,
+        ),
+    ]
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.handled: Set[int] = set()
+        self.import_statements: List[cst.CSTNode] = []
+
+    # -- calls and decorators --------------------------------------------------------------
+    def visit_Call(self, node: cst.Call) -> None:
+        qualified = self.ctx.qualify(node.func)
+        deprecation = DEPRECATED_AMP_APIS.get(qualified or "")
+        if deprecation is None:
+            return
+        self.handled.add(id(node.func))
+        self._report(node, qualified, deprecation, self._call_fix(node, deprecation))
+
+    def visit_Decorator(self, node: cst.Decorator) -> None:
+        target = node.decorator
+        if isinstance(target, cst.Call):
+            return
+        qualified = self.ctx.qualify(target)
+        deprecation = DEPRECATED_AMP_APIS.get(qualified or "")
+        if deprecation is None:
+            return
+        self.handled.add(id(target))
+        fix = None
+        if self._available(deprecation):
+            fix = self._fix(target, codegen.call(self._func(deprecation, target), self._device_args(deprecation, [])), deprecation)
+        self._report(target, qualified, deprecation, fix)
+
+    # -- bare references ---------------------------------------------------------------------
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._reference(node)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self._reference(node)
+
+    def _reference(self, node: cst.BaseExpression) -> None:
+        if id(node) in self.handled:
+            return
+        parent = self.ctx.parent()
+        if isinstance(parent, cst.Attribute) and parent.value is node:
+            return  # only the whole chain counts
+        qualified = self.ctx.qualify(node)
+        deprecation = DEPRECATED_AMP_APIS.get(qualified or "")
+        if deprecation is None:
+            return
+        self.report(
+            node,
+            f"`{qualified}` is deprecated; use `{deprecation.replacement}` with "
+            f"{self._device_text(deprecation)} (a reference cannot be rewritten automatically)",
+        )
+
+    # -- imports -----------------------------------------------------------------------------
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        self.import_statements.append(node)
+
+    def finish(self) -> None:
+        """Report deprecated imports that nothing in the file uses (after fixes, say)."""
+        names = self.ctx.names
+        for stmt in self.import_statements:
+            assert isinstance(stmt, cst.ImportFrom)
+            if isinstance(stmt.names, cst.ImportStar):
+                continue
+            unused = []
+            for binding in names.bindings_for_statement(stmt):
+                deprecated = binding.qualified in DEPRECATED_AMP_APIS or binding.qualified in DEPRECATED_AMP_MODULES
+                if deprecated and names.uses[binding.local] == 0:
+                    unused.append(binding)
+            if not unused:
+                continue
+            keep = [a for a in stmt.names if all(a is not b.alias for b in unused)]
+            fix = CstFix("Remove the unused deprecated import", Applicability.SAFE)
+            statement_line = self._statement_line(stmt)
+            if not keep and statement_line is not None and len(statement_line.body) == 1:
+                fix.remove(statement_line)
+            elif keep:
+                keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+                fix.replace(stmt, stmt.with_changes(names=keep, lpar=None, rpar=None) if len(keep) == 1 and stmt.lpar else stmt.with_changes(names=keep))
+            else:
+                fix = None
+            listed = ", ".join(f"`{b.qualified}`" for b in unused)
+            self.report(stmt, f"Unused import of deprecated {listed}", fix=fix)
+
+    def _statement_line(self, stmt: cst.CSTNode) -> Optional[cst.SimpleStatementLine]:
+        for line in _iter_statement_lines(self.ctx.module):
+            if any(small is stmt for small in line.body):
+                return line
+        return None
+
+    # -- fix construction --------------------------------------------------------------------
+    def _available(self, deprecation: Deprecation) -> bool:
+        return self.ctx.settings.torch_at_least(deprecation.available_since)
+
+    def _device_text(self, deprecation: Deprecation) -> str:
+        if deprecation.device_arg == "device_type":
+            return f'`device_type="{deprecation.device}"`'
+        return f'`"{deprecation.device}"` as first argument'
+
+    def _report(self, node: cst.CSTNode, qualified: Optional[str], deprecation: Deprecation,
+                fix: Optional[CstFix]) -> None:
+        message = f"`{qualified}` is deprecated since torch {deprecation.deprecated_since}; use `{deprecation.replacement}`"
+        if fix is None and not self._available(deprecation):
+            message += (f" (needs torch >= {deprecation.available_since}; "
+                        f"configured torch-version is {self.ctx.settings.torch_version})")
+        self.report(node, message, fix=fix)
+
+    def _func(self, deprecation: Deprecation, like: cst.BaseExpression) -> cst.BaseExpression:
+        text, _ = self.ctx.reference(deprecation.replacement)
+        return codegen.expr(text)
+
+    def _device_args(self, deprecation: Deprecation, rest: List[cst.Arg]) -> List[cst.Arg]:
+        device = codegen.string(deprecation.device)
+        if deprecation.device_arg == "device_type":
+            return rest + [codegen.keyword("device_type", device)]
+        return [codegen.positional(device)] + rest
+
+    def _call_fix(self, node: cst.Call, deprecation: Deprecation) -> Optional[CstFix]:
+        if not self._available(deprecation):
+            return None
+        if any(arg.star for arg in node.args):
+            return None  # *args/**kwargs cannot be remapped safely
+        if deprecation.device_arg == "device_type" and any(
+            a.keyword is not None and a.keyword.value == "device_type" for a in node.args
+        ):
+            return None
+        rest: List[cst.Arg] = []
+        position = 0
+        for arg in node.args:
+            if arg.keyword is None:
+                if position >= len(deprecation.old_positional):
+                    return None
+                if deprecation.device_arg == "positional":
+                    arg = codegen.as_keyword(arg, deprecation.old_positional[position])
+                position += 1
+            rest.append(arg)
+        if rest:
+            rest[-1] = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        new = codegen.call(self._func(deprecation, node.func), self._device_args(deprecation, rest), like=node)
+        return self._fix(node, new, deprecation)
+
+    def _fix(self, node: cst.CSTNode, new: cst.CSTNode, deprecation: Deprecation) -> CstFix:
+        _, needed_import = self.ctx.reference(deprecation.replacement)
+        return CstFix(
+            f"Use `{deprecation.replacement}`",
+            Applicability.SAFE,
+            replacements=[(node, new)],
+            add_imports=(needed_import,) if needed_import else (),
+        )
+
+
+def _iter_statement_lines(module: cst.Module):
+    from amp_lint.engine.walker import iter_subtree
+
+    for node in iter_subtree(module):
+        if isinstance(node, cst.SimpleStatementLine):
+            yield node

@@ -1,0 +1,170 @@
+"""The Rule base class: a rule's code, name, docs, examples and visitor live in one file.
+
+Examples are the tests (Fixit's idea): every ``INVALID`` example must produce the rule's code
+(and, when ``expected`` is given, fix to exactly that text); every ``VALID`` one must not.
+The same examples render the "Example" / "Use instead" sections of the docs.
+"""
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, Optional, Sequence, Tuple
+
+import libcst as cst
+
+from amp_lint.engine.fixes import CstFix
+from amp_lint.findings import Applicability, Severity
+
+if TYPE_CHECKING:
+    from amp_lint.engine.context import FileContext
+
+
+@dataclass
+class Valid:
+    """Code on which the rule must stay silent."""
+
+    code: str
+    settings: Dict[str, Any] = field(default_factory=dict)
+    filename: str = "example.py"
+
+    def __post_init__(self) -> None:
+        self.code = textwrap.dedent(self.code).lstrip("\n")
+
+
+@dataclass
+class Invalid:
+    """Code on which the rule must fire ``count`` times; ``expected`` is the text after ``fix``."""
+
+    code: str
+    expected: Optional[str] = None
+    count: int = 1
+    settings: Dict[str, Any] = field(default_factory=dict)
+    unsafe_fixes: bool = True
+    filename: str = "example.py"
+
+    def __post_init__(self) -> None:
+        self.code = textwrap.dedent(self.code).lstrip("\n")
+        if self.expected is not None:
+            self.expected = textwrap.dedent(self.expected).lstrip("\n")
+
+
+DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety", "Options", "References")
+
+
+class Rule:
+    """Base class for rules. Subclasses set the class attributes and define visit_/leave_ methods."""
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    severity: ClassVar[Severity]
+    summary: ClassVar[str]
+    #: Markdown with the sections ``What it does``, ``Why is this bad?``, ``Fix safety``,
+    #: ``References`` (and optionally ``Options``). Example/Use instead come from the examples.
+    docs: ClassVar[str]
+    #: The best fix this rule can offer (None: the message says what to do).
+    fix_applicability: ClassVar[Optional[Applicability]] = None
+    #: Prefilter: the rule can only fire in a file containing one of these substrings.
+    tokens: ClassVar[Tuple[str, ...]] = ()
+    default_enabled: ClassVar[bool] = True
+    VALID: ClassVar[List[Valid]] = []
+    INVALID: ClassVar[List[Invalid]] = []
+
+    def __init__(self, ctx: "FileContext") -> None:
+        self.ctx = ctx
+
+    def report(
+        self,
+        node: cst.CSTNode,
+        message: str,
+        *,
+        fix: Optional[CstFix] = None,
+        fix_title: Optional[str] = None,
+        precision_context: Optional[str] = None,
+        confidence: str = "high",
+    ) -> None:
+        """Record a finding at ``node`` (its start is the reported location)."""
+        self.ctx.add_finding(
+            self,
+            node,
+            message,
+            fix=fix,
+            fix_title=fix_title or (fix.title if fix else None),
+            precision_context=precision_context,
+            confidence=confidence,
+        )
+
+    # -- documentation --------------------------------------------------------------------
+    @classmethod
+    def doc_example(cls) -> Tuple[Optional[str], Optional[str]]:
+        """(example, use instead): the first INVALID example with a fix and its fixed text."""
+        for example in cls.INVALID:
+            if example.expected is not None:
+                return example.code, example.expected
+        if cls.INVALID:
+            return cls.INVALID[0].code, (cls.VALID[0].code if cls.VALID else None)
+        return None, None
+
+    @classmethod
+    def render_docs(cls) -> str:
+        """The rule's full documentation (what ``amp-lint rule CODE`` prints)."""
+        fix = {
+            None: "Fix is not available.",
+            Applicability.SAFE: "Fix is always available (safe).",
+            Applicability.UNSAFE: "Fix is sometimes available (unsafe: needs `--unsafe-fixes`).",
+        }[cls.fix_applicability]
+        sections = _split_sections(cls.docs)
+        example, instead = cls.doc_example()
+        if example is not None:
+            sections["Example"] = f"```python\n{example.rstrip()}\n```"
+        if instead is not None:
+            sections["Use instead"] = f"```python\n{instead.rstrip()}\n```"
+        out = [f"# {cls.name} ({cls.code})", "", f"Severity: {cls.severity.value}. {fix}", ""]
+        if not cls.default_enabled:
+            out += ["This rule is off by default; enable it with `--extend-select " + cls.code + "`.", ""]
+        for title in DOC_SECTIONS:
+            if title in sections:
+                heading = "Use instead:" if title == "Use instead" else f"## {title}"
+                out += [heading, sections[title].strip(), ""]
+        return "\n".join(out).rstrip() + "\n"
+
+
+def _split_sections(markdown: str) -> Dict[str, str]:
+    sections: Dict[str, str] = {}
+    current: Optional[str] = None
+    lines: List[str] = []
+    for line in textwrap.dedent(markdown).strip().splitlines():
+        if line.startswith("## "):
+            if current is not None:
+                sections[current] = "\n".join(lines)
+            current, lines = line[3:].strip(), []
+        else:
+            lines.append(line)
+    if current is not None:
+        sections[current] = "\n".join(lines)
+    unknown = set(sections) - set(DOC_SECTIONS)
+    if unknown:
+        raise ValueError(f"unknown doc sections {sorted(unknown)}")
+    return sections
+
+
+def find_arg(call: cst.Call, keyword: str, position: Optional[int] = None) -> Optional[cst.Arg]:
+    """The argument passed as ``keyword=`` or at ``position`` (0-based) of ``call``.
+
+    A ``*args`` before ``position`` makes positions unknowable, so None is returned for them.
+    """
+    positional = 0
+    for arg in call.args:
+        if arg.keyword is not None:
+            if arg.keyword.value == keyword:
+                return arg
+        elif arg.star == "*":
+            position = None
+        elif arg.star == "":
+            if position is not None and positional == position:
+                return arg
+            positional += 1
+    return None
+
+
+def registry_sorted(rules: Sequence[type]) -> List[type]:
+    return sorted(rules, key=lambda r: r.code)
