@@ -4,7 +4,7 @@ from __future__ import annotations
 import libcst as cst
 
 from amp_lint.data.deprecations import APEX_AMP_APIS
-from amp_lint.findings import Applicability, Severity
+from amp_lint.findings import Severity
 from amp_lint.rules.base import Invalid, Rule, Valid
 
 
@@ -13,7 +13,6 @@ class ApexAmp(Rule):
     name = "apex-amp"
     severity = Severity.MIGRATION
     summary = "NVIDIA apex mixed precision (removed from apex in 2025)"
-    fix_applicability = Applicability.UNSAFE
     tokens = ("apex",)
     docs = """
     ## What it does
@@ -27,9 +26,7 @@ class ApexAmp(Rule):
     GradScaler) and `torch.nn.parallel.DistributedDataParallel` replace them.
 
     ## Fix safety
-    Migrating a training loop changes its numerics and structure, so the fix is unsafe. The
-    training-loop codemod rewrites `amp.initialize`, `amp.scale_loss` and `amp.master_params`
-    where it recognises the loop; other uses are reported with what to use instead.
+    No automatic fix yet: the message says what to use instead.
 
     ## References
     - https://github.com/NVIDIA/apex/pull/1896
