@@ -62,12 +62,14 @@ class ConstantTable:
                 self.attr_defs.setdefault(target.value, []).append(value)
             elif not in_function:
                 self.module_defs.setdefault(target.value, []).append(value)
-        elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
-            # ``self.vocab_size = vocab_size`` in __init__: an attribute default through the param.
+        elif isinstance(target, cst.Attribute):
+            # ``self.vocab_size = vocab_size`` in __init__: an attribute default through the param;
+            # any other ``x.vocab_size = <expr>`` is one more definition (unknown ones make it ambiguous).
+            attr = target.attr.value
             if isinstance(value, cst.Name) and self.param_defaults and value.value in self.param_defaults[-1]:
-                self.attr_defs.setdefault(target.attr.value, []).append(self.param_defaults[-1][value.value])
-            elif isinstance(value, (cst.Integer, cst.BinaryOperation)):
-                self.attr_defs.setdefault(target.attr.value, []).append(value)
+                self.attr_defs.setdefault(attr, []).append(self.param_defaults[-1][value.value])
+            elif not (isinstance(value, cst.Name) and value.value == attr):
+                self.attr_defs.setdefault(attr, []).append(value)
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
