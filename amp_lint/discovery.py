@@ -66,11 +66,11 @@ class GitIgnore:
     """The .gitignore rules of one directory, matched against paths relative to it."""
 
     def __init__(self, base: Path, lines: Iterable[str]) -> None:
-        self.base = base
+        self.base = _absolute(base)
         self.rules = [r for r in map(_compile_gitignore_pattern, lines) if r is not None]
 
     def decision(self, path: Path, is_dir: bool) -> Optional[bool]:
-        """True ignored, False re-included, None no rule matched."""
+        """True ignored, False re-included, None no rule matched (``path`` absolute)."""
         try:
             rel = path.relative_to(self.base).as_posix()
         except ValueError:
@@ -84,8 +84,14 @@ class GitIgnore:
         return result
 
 
-def _load_gitignore(directory: Path) -> Optional[GitIgnore]:
-    path = directory / ".gitignore"
+def _absolute(path: Path) -> Path:
+    """An absolute, normalised path without resolving symlinks (so it stays comparable)."""
+    return Path(os.path.abspath(path))
+
+
+def _load_gitignore(directory: Path, path: Optional[Path] = None) -> Optional[GitIgnore]:
+    """The rules of ``directory``'s .gitignore (or of ``path``, matched relative to ``directory``)."""
+    path = path if path is not None else directory / ".gitignore"
     if not path.is_file():
         return None
     try:
@@ -94,21 +100,49 @@ def _load_gitignore(directory: Path) -> Optional[GitIgnore]:
         return None
 
 
-def is_excluded(path: Path, patterns: Sequence[str], root: Path) -> bool:
-    """Whether ``path`` (or one of its parents below ``root``) matches an exclude pattern."""
+def _relative(path: Path, root: Path) -> str:
     try:
-        rel = path.resolve().relative_to(root.resolve()).as_posix()
+        return _absolute(path).relative_to(_absolute(root)).as_posix()
     except ValueError:
-        rel = path.as_posix()
-    parts = rel.split("/")
-    for pattern in patterns:
-        pattern = pattern.rstrip("/")
-        if "/" in pattern:
-            if fnmatch.fnmatch(rel, pattern) or any(
-                fnmatch.fnmatch("/".join(parts[:i]), pattern) for i in range(1, len(parts))
-            ):
-                return True
-        elif any(fnmatch.fnmatch(part, pattern) for part in parts):
+        pass
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _normalise_pattern(pattern: str) -> str:
+    """``build/`` -> ``build``; ``./src/gen`` and ``/src/gen`` -> ``src/gen`` (relative to the root)."""
+    pattern = pattern.strip().rstrip("/")
+    while pattern.startswith("./"):
+        pattern = pattern[2:]
+    if pattern.startswith("/"):
+        pattern = pattern.lstrip("/")
+        if "/" not in pattern:
+            pattern = pattern + "/"  # anchored single name: keep it a path pattern
+            pattern = pattern[:-1]
+    return pattern
+
+
+def _matches(pattern: str, rel: str, name: str) -> bool:
+    """Whether one exclude pattern matches a path (``rel`` to the root; ``name`` its last part)."""
+    pattern = _normalise_pattern(pattern)
+    if "/" in pattern:
+        return fnmatch.fnmatchcase(rel, pattern)
+    return fnmatch.fnmatchcase(name, pattern)
+
+
+def is_excluded(path: Path, patterns: Sequence[str], root: Path) -> bool:
+    """Whether ``path`` or one of its parents (below ``root``) matches an exclude pattern.
+
+    A pattern without ``/`` matches any path component (``build`` excludes ``build/x.py``); one
+    with ``/`` matches the path relative to ``root`` (or a parent directory of it).
+    """
+    rel = _relative(path, root)
+    parts = [p for p in rel.split("/") if p not in ("", ".")]
+    for i in range(len(parts)):
+        prefix = "/".join(parts[:i + 1])
+        if any(_matches(pattern, prefix, parts[i]) for pattern in patterns):
             return True
     return False
 
@@ -124,9 +158,9 @@ def discover(paths: Sequence[str], excludes: Sequence[str], root: Path,
         if not path.exists():
             errors.append((raw, "No such file or directory"))
             continue
+        if force_exclude and is_excluded(path, excludes, root):
+            continue
         if path.is_file():
-            if force_exclude and is_excluded(path, excludes, root):
-                continue
             key = os.path.normpath(raw)
             if key not in seen:
                 seen.add(key)
@@ -141,26 +175,49 @@ def discover(paths: Sequence[str], excludes: Sequence[str], root: Path,
 
 
 def _walk(top: Path, excludes: Sequence[str], root: Path) -> Iterator[str]:
+    """Python files below ``top``. ``top`` itself was given explicitly and is never excluded;
+    below it, each entry is matched by its own name (and path) against the excludes and the
+    .gitignore files of ``top``'s repository, from the repository root down."""
+    top_abs = _absolute(top)
+    root_abs = _absolute(root)
     ignores: List[GitIgnore] = []
-    # .gitignore files of the parents up to the repository root apply too.
-    for parent in reversed(top.resolve().parents):
-        ignore = _load_gitignore(parent)
-        if ignore is not None:
-            ignores.append(ignore)
-        if (parent / ".git").exists():
-            ignores = [i for i in ignores if i.base == parent or parent in i.base.parents]
+    # The .gitignore files of the parents up to the repository root apply too, and so does
+    # the repository's .git/info/exclude.
+    for directory in list(reversed(top_abs.parents)) + [top_abs]:
+        if (directory / ".git").exists():
+            ignores = []
+            exclude_file = _load_gitignore(directory, directory / ".git" / "info" / "exclude")
+            if exclude_file is not None:
+                ignores.append(exclude_file)
+        if directory != top_abs:
+            ignore = _load_gitignore(directory)
+            if ignore is not None:
+                ignores.append(ignore)
 
     def ignored(path: Path, is_dir: bool) -> bool:
         result = False
-        resolved = path.resolve()
         for ignore in ignores:
-            decision = ignore.decision(resolved, is_dir)
+            decision = ignore.decision(path, is_dir)
             if decision is not None:
                 result = decision
         return result
 
-    def walk(directory: Path) -> Iterator[str]:
-        ignore = _load_gitignore(directory)
+    name_patterns = [p for p in (_normalise_pattern(p) for p in excludes) if "/" not in p]
+    path_patterns = [p for p in (_normalise_pattern(p) for p in excludes) if "/" in p]
+
+    def excluded(path: Path) -> bool:
+        if any(fnmatch.fnmatchcase(path.name, pattern) for pattern in name_patterns):
+            return True
+        if not path_patterns:
+            return False
+        try:
+            rel = path.relative_to(root_abs).as_posix()
+        except ValueError:
+            rel = _relative(path, root)
+        return any(fnmatch.fnmatchcase(rel, pattern) for pattern in path_patterns)
+
+    def walk(directory: Path, directory_abs: Path) -> Iterator[str]:
+        ignore = _load_gitignore(directory_abs)
         if ignore is not None:
             ignores.append(ignore)
         try:
@@ -168,16 +225,19 @@ def _walk(top: Path, excludes: Sequence[str], root: Path) -> Iterator[str]:
         except OSError:
             entries = []
         for entry in entries:
-            child = Path(entry.path)
-            is_dir = entry.is_dir(follow_symlinks=False)
-            if is_excluded(child, excludes, root) or ignored(child, is_dir):
+            child_abs = directory_abs / entry.name
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+                is_file = not is_dir and entry.is_file()
+            except OSError:
+                continue
+            if excluded(child_abs) or ignored(child_abs, is_dir):
                 continue
             if is_dir:
-                yield from walk(child)
-            elif entry.name.endswith(PYTHON_SUFFIXES) and entry.is_file():
+                yield from walk(Path(entry.path), child_abs)
+            elif is_file and entry.name.endswith(PYTHON_SUFFIXES):
                 yield os.path.normpath(entry.path)
         if ignore is not None:
             ignores.remove(ignore)
 
-    if not is_excluded(top, excludes, root) or top.resolve() == root.resolve():
-        yield from walk(top)
+    yield from walk(top, top_abs)

@@ -57,6 +57,17 @@ class FileContext:
                 return node
         return None
 
+    def is_store(self, node: cst.CSTNode) -> bool:
+        """Whether ``node`` (being visited) is an assignment target rather than a use."""
+        parent = self.parent()
+        if isinstance(parent, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign)) and parent.target is node:
+            return True
+        if isinstance(parent, (cst.For, cst.CompFor)) and parent.target is node:
+            return True
+        if isinstance(parent, cst.AsName) and parent.name is node:
+            return True
+        return isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.Param)) and parent.name is node
+
     def qualify(self, node: cst.BaseExpression) -> Optional[str]:
         return self.names.qualify(node)
 

@@ -75,7 +75,8 @@ class ImportTable:
         qualified = self.qualify(value)
         if qualified is not None:
             self.bindings[local] = Binding(local, qualified, node)
-        else:
+        elif local in self.bindings and isinstance(self.bindings[local].node, cst.Assign):
+            # Scopes are flattened, so an import stays bound (``except ImportError: amp = None``).
             self.bindings.pop(local, None)
 
     def note_use(self, name: str) -> None:

@@ -201,6 +201,16 @@ class DeprecatedCudaAmpApi(Rule):
         Invalid(
             """
             import torch
+            scaler = torch.cuda.amp.GradScaler(**amp_kwargs)
+            """,
+            expected="""
+            import torch
+            scaler = torch.amp.GradScaler("cuda", **amp_kwargs)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
             scaler = torch.cuda.amp.GradScaler()
             """,
             settings={"torch_version": "2.2"},
@@ -257,6 +267,8 @@ class DeprecatedCudaAmpApi(Rule):
 
     def _reference(self, node: cst.BaseExpression) -> None:
         if id(node) in self.handled:
+            return
+        if self.ctx.is_store(node):
             return
         parent = self.ctx.parent()
         if isinstance(parent, cst.Attribute) and parent.value is node:
@@ -338,8 +350,8 @@ class DeprecatedCudaAmpApi(Rule):
     def _call_fix(self, node: cst.Call, deprecation: Deprecation) -> Optional[CstFix]:
         if not self._available(deprecation):
             return None
-        if any(arg.star for arg in node.args):
-            return None  # *args/**kwargs cannot be remapped safely
+        if any(arg.star == "*" for arg in node.args):
+            return None  # positions after *args cannot be remapped safely
         if deprecation.device_arg == "device_type" and any(
             a.keyword is not None and a.keyword.value == "device_type" for a in node.args
         ):
@@ -347,7 +359,7 @@ class DeprecatedCudaAmpApi(Rule):
         rest: List[cst.Arg] = []
         position = 0
         for arg in node.args:
-            if arg.keyword is None:
+            if arg.keyword is None and not arg.star:
                 if position >= len(deprecation.old_positional):
                     return None
                 if deprecation.device_arg == "positional":

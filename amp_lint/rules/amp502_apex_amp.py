@@ -41,6 +41,12 @@ class ApexAmp(Rule):
         from mylib import amp
         amp.initialize(model)
         """),
+        Valid("""
+        try:
+            from apex.normalization import FusedLayerNorm
+        except ImportError:
+            FusedLayerNorm = None
+        """),
     ]
     INVALID = [
         Invalid(
@@ -69,6 +75,20 @@ class ApexAmp(Rule):
             from apex import amp
             """,
         ),
+        Invalid(
+            """
+            try:
+                from apex import amp
+                has_apex = True
+            except ImportError:
+                amp = None
+                has_apex = False
+
+            def backward(loss, optimizer):
+                with amp.scale_loss(loss, optimizer) as scaled_loss:
+                    scaled_loss.backward()
+            """,
+        ),
     ]
 
     def __init__(self, ctx) -> None:
@@ -82,6 +102,8 @@ class ApexAmp(Rule):
         self._check(node)
 
     def _check(self, node: cst.BaseExpression) -> None:
+        if self.ctx.is_store(node):
+            return
         parent = self.ctx.parent()
         if isinstance(parent, cst.Attribute) and parent.value is node:
             qualified_parent = self.ctx.qualify(parent)

@@ -1,0 +1,76 @@
+"""Names the training-loop analysis recognises: optimizers, schedulers, clipping, loss scalers,
+master-weight wrappers and apex opt levels.
+
+Sources: torch 2.13 ``torch/optim/__init__.py`` and ``torch/optim/lr_scheduler.py`` (public
+classes), ``torch/nn/utils/clip_grad.py``, ``torch/amp/grad_scaler.py``,
+``torch/distributed/fsdp/sharded_grad_scaler.py``; fairseq ``fairseq/optim/fp16_optimizer.py``
+(``FP16Optimizer``, ``MemoryEfficientFP16Optimizer``); apex 0.1 ``apex/amp/frontend.py``
+(opt levels O0-O3, removed from apex in May 2025, commit cb65b8ed); DeepSpeed
+``deepspeed/runtime/fp16/fused_optimizer.py``; Megatron-LM ``megatron/core/optimizer``.
+"""
+from __future__ import annotations
+
+from typing import Dict, FrozenSet, Optional
+
+#: Qualified names of the standard optimizers: they update parameters in their own dtype.
+OPTIMIZERS: FrozenSet[str] = frozenset(
+    f"torch.optim.{name}"
+    for name in (
+        "SGD", "Adam", "AdamW", "Adamax", "Adagrad", "Adadelta", "RMSprop", "Rprop", "NAdam",
+        "RAdam", "ASGD", "LBFGS", "SparseAdam", "Adafactor", "Muon",
+    )
+) | frozenset({"torch.optim.sgd.SGD", "torch.optim.adam.Adam", "torch.optim.adamw.AdamW"})
+
+#: Prefixes of learning-rate schedulers (their ``step()`` is not an optimizer step).
+SCHEDULER_PREFIXES = ("torch.optim.lr_scheduler.", "transformers.get_", "transformers.optimization.")
+
+#: Gradient clipping: functions (qualified) and method names (FSDP, accelerate, Lightning).
+CLIP_FUNCTIONS: FrozenSet[str] = frozenset(
+    {
+        "torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_value_",
+        "torch.nn.utils.clip_grad_norm", "torch.nn.utils.clip_grad.clip_grad_norm_",
+        "torch.nn.utils.clip_grad.clip_grad_value_", "torch.nn.utils.get_total_norm",
+    }
+)
+CLIP_METHODS: FrozenSet[str] = frozenset({"clip_grad_norm_", "clip_grad_value_"})
+
+#: Loss scalers (construction qualified names).
+GRAD_SCALERS: FrozenSet[str] = frozenset(
+    {
+        "torch.amp.GradScaler", "torch.amp.grad_scaler.GradScaler", "torch.cuda.amp.GradScaler",
+        "torch.cpu.amp.GradScaler", "torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler",
+    }
+)
+
+#: Autocast context managers (qualified) -> the device they imply (None: given as argument).
+AUTOCASTS: Dict[str, Optional[str]] = {
+    "torch.autocast": None,
+    "torch.amp.autocast": None,
+    "torch.amp.autocast_mode.autocast": None,
+    "torch.cuda.amp.autocast": "cuda",
+    "torch.cpu.amp.autocast": "cpu",
+}
+#: Autocast's default dtype per device type (torch 2.13 ``torch/amp/autocast_mode.py``).
+AUTOCAST_DEFAULT_DTYPE: Dict[str, str] = {"cuda": "float16", "cpu": "bfloat16", "xpu": "float16", "mps": "float16"}
+
+#: Optimizer wrappers that keep fp32 master weights (an fp16 model under them trains correctly).
+#: Matched on the constructor's last name component, so a hand-written copy counts too.
+MASTER_WEIGHT_WRAPPERS: FrozenSet[str] = frozenset(
+    {
+        "FP16Optimizer", "MemoryEfficientFP16Optimizer", "FP16_Optimizer", "FusedFP16Optimizer",
+        "FP16_UnfusedOptimizer", "MixedPrecisionOptimizer", "Float16OptimizerWithFloat16Params",
+        "KahanSummationOptimizer", "AnyPrecisionAdamW", "DeepSpeedEngine",
+    }
+)
+#: Calls that wrap model+optimizer into an engine with its own loss scaling (DeepSpeed).
+ENGINE_INITIALIZERS: FrozenSet[str] = frozenset({"deepspeed.initialize"})
+
+#: Dtype names (last attribute) meaning half precision.
+HALF_DTYPES: Dict[str, str] = {"float16": "float16", "half": "float16", "bfloat16": "bfloat16"}
+#: Tensor/Module methods that cast wholesale.
+HALF_METHODS: Dict[str, str] = {"half": "float16", "bfloat16": "bfloat16"}
+
+#: apex ``opt_level`` -> what native AMP replaces it with (autocast dtype, or None: plain fp32).
+#: O1: patch functions to cast (== autocast fp16); O2: fp16 model + fp32 master weights
+#: (== fp32 model + autocast fp16); O3: pure fp16 (no master weights; native AMP is the fix).
+APEX_OPT_LEVELS: Dict[str, Optional[str]] = {"O0": None, "O1": "float16", "O2": "float16", "O3": "float16"}
