@@ -112,37 +112,50 @@ def _relative(path: Path, root: Path) -> str:
 
 
 def _normalise_pattern(pattern: str) -> str:
-    """``build/`` -> ``build``; ``./src/gen`` and ``/src/gen`` -> ``src/gen`` (relative to the root)."""
-    pattern = pattern.strip().rstrip("/")
+    """``build/`` -> ``build``; ``./src/gen`` -> ``src/gen``."""
+    pattern = pattern.strip()
+    if len(pattern) > 1:
+        pattern = pattern.rstrip("/")
     while pattern.startswith("./"):
         pattern = pattern[2:]
-    if pattern.startswith("/"):
-        pattern = pattern.lstrip("/")
-        if "/" not in pattern:
-            pattern = pattern + "/"  # anchored single name: keep it a path pattern
-            pattern = pattern[:-1]
     return pattern
 
 
-def _matches(pattern: str, rel: str, name: str) -> bool:
-    """Whether one exclude pattern matches a path (``rel`` to the root; ``name`` its last part)."""
+def _matches(pattern: str, path: Path, rel: str) -> bool:
+    """Whether one exclude pattern matches ``path`` (``rel``: the path relative to the root).
+
+    A pattern without ``/`` matches the file or directory name; a relative one with ``/`` the
+    path relative to the project root; an absolute one the absolute path.
+    """
     pattern = _normalise_pattern(pattern)
-    if "/" in pattern:
-        return fnmatch.fnmatchcase(rel, pattern)
-    return fnmatch.fnmatchcase(name, pattern)
+    if "/" not in pattern:
+        return fnmatch.fnmatchcase(path.name, pattern)
+    if pattern.startswith("/"):
+        return fnmatch.fnmatchcase(_absolute(path).as_posix(), pattern)
+    return fnmatch.fnmatchcase(rel, pattern)
 
 
 def is_excluded(path: Path, patterns: Sequence[str], root: Path) -> bool:
     """Whether ``path`` or one of its parents (below ``root``) matches an exclude pattern.
 
     A pattern without ``/`` matches any path component (``build`` excludes ``build/x.py``); one
-    with ``/`` matches the path relative to ``root`` (or a parent directory of it).
+    with ``/`` matches the path relative to ``root`` (or a parent directory of it). A path
+    outside ``root`` is matched by its absolute components.
     """
     rel = _relative(path, root)
     parts = [p for p in rel.split("/") if p not in ("", ".")]
+    if not parts:
+        return False  # the project root itself
+    if parts[0] == ".." or rel.startswith("/"):
+        # Outside the project root: match the path's own components only.
+        parts = [p for p in _absolute(path).as_posix().split("/") if p]
+        anchor = Path("/")
+    else:
+        anchor = _absolute(root)
     for i in range(len(parts)):
         prefix = "/".join(parts[:i + 1])
-        if any(_matches(pattern, prefix, parts[i]) for pattern in patterns):
+        candidate = anchor.joinpath(*parts[:i + 1])
+        if any(_matches(pattern, candidate, prefix) for pattern in patterns):
             return True
     return False
 
@@ -202,10 +215,12 @@ def _walk(top: Path, excludes: Sequence[str], root: Path) -> Iterator[str]:
                 result = decision
         return result
 
-    name_patterns = [p for p in (_normalise_pattern(p) for p in excludes) if "/" not in p]
-    path_patterns = [p for p in (_normalise_pattern(p) for p in excludes) if "/" in p]
+    normalised = [_normalise_pattern(p) for p in excludes]
+    name_patterns = [p for p in normalised if "/" not in p]
+    path_patterns = [p for p in normalised if "/" in p]
 
     def excluded(path: Path) -> bool:
+        """``path`` is absolute; its parents were checked on the way down."""
         if any(fnmatch.fnmatchcase(path.name, pattern) for pattern in name_patterns):
             return True
         if not path_patterns:
@@ -214,7 +229,7 @@ def _walk(top: Path, excludes: Sequence[str], root: Path) -> Iterator[str]:
             rel = path.relative_to(root_abs).as_posix()
         except ValueError:
             rel = _relative(path, root)
-        return any(fnmatch.fnmatchcase(rel, pattern) for pattern in path_patterns)
+        return any(_matches(pattern, path, rel) for pattern in path_patterns)
 
     def walk(directory: Path, directory_abs: Path) -> Iterator[str]:
         ignore = _load_gitignore(directory_abs)

@@ -71,8 +71,20 @@ class FileContext:
     def qualify(self, node: cst.BaseExpression) -> Optional[str]:
         return self.names.qualify(node)
 
-    def reference(self, qualified: str) -> "tuple[str, Optional[str]]":
-        """(expression text for ``qualified``, module to import or None) using names bound here."""
+    def reference(self, qualified: str, like: Optional[cst.BaseExpression] = None) -> "tuple[str, Optional[str]]":
+        """(expression text for ``qualified``, module to import or None) using names bound here.
+
+        With ``like`` (the expression being replaced), its own root alias is preferred when it
+        is bound to the same top-level package (``T.cuda.amp.autocast`` -> ``T.amp.autocast``).
+        """
+        root_node = like
+        while isinstance(root_node, cst.Attribute):
+            root_node = root_node.value
+        if isinstance(root_node, cst.Name):
+            binding = self.names.bindings.get(root_node.value)
+            top = qualified.split(".")[0]
+            if binding is not None and binding.qualified == top and not isinstance(binding.node, cst.Assign):
+                return root_node.value + qualified[len(top):], None
         local = self.names.local_for(qualified)
         if local is not None:
             return local, None

@@ -1,9 +1,11 @@
 """``# noqa`` and ``# amp-lint: noqa`` suppression comments."""
 from __future__ import annotations
 
+import io
 import re
+import tokenize
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, Optional
+from typing import Dict, FrozenSet, Iterator, List, Optional, Tuple
 
 _CODES = r"[A-Za-z]+[0-9]+(?:\s*[,\s]\s*[A-Za-z]+[0-9]+)*"
 _LINE_RE = re.compile(r"#\s*noqa(?::\s*(?P<codes>" + _CODES + r"))?", re.IGNORECASE)
@@ -34,16 +36,33 @@ class Suppressions:
         return codes is None or code in codes
 
 
+def _comments(text: str) -> Iterator[Tuple[int, str]]:
+    """(row, comment text) of every comment that mentions noqa.
+
+    The tokenizer tells comments from ``#`` inside string literals (a docstring that mentions
+    ``# noqa`` must not suppress anything). Source that does not tokenize (a syntax error) falls
+    back to the text after the first ``#`` of each line.
+    """
+    found: List[Tuple[int, str]] = []
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.COMMENT and "noqa" in token.string.lower():
+                found.append((token.start[0], token.string))
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        found = []
+        for row, line in enumerate(text.splitlines(), start=1):
+            if "#" in line and "noqa" in line.lower():
+                found.append((row, line[line.index("#"):]))
+    return iter(found)
+
+
 def parse_suppressions(text: str) -> Suppressions:
     """Scan comments for suppressions (fast path: files without 'noqa' cost one search)."""
     result = Suppressions()
-    if "noqa" not in text and "NOQA" not in text.upper():
+    if "noqa" not in text.lower():
         return result
     file_codes = set()
-    for row, line in enumerate(text.splitlines(), start=1):
-        if "#" not in line or "noqa" not in line.lower():
-            continue
-        comment = line[line.index("#"):]
+    for row, comment in _comments(text):
         file_match = _FILE_RE.search(comment)
         if file_match:
             codes = _codes(file_match.group("codes"))

@@ -338,7 +338,7 @@ class DeprecatedCudaAmpApi(Rule):
         self.report(node, message, fix=fix)
 
     def _func(self, deprecation: Deprecation, like: cst.BaseExpression) -> cst.BaseExpression:
-        text, _ = self.ctx.reference(deprecation.replacement)
+        text, _ = self.ctx.reference(deprecation.replacement, like)
         return codegen.expr(text)
 
     def _device_args(self, deprecation: Deprecation, rest: List[cst.Arg]) -> List[cst.Arg]:
