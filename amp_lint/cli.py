@@ -11,12 +11,12 @@ from typing import List, Optional, Sequence, Tuple
 import click
 
 from amp_lint import __version__
-from amp_lint.config import ConfigError, Settings, load_settings
+from amp_lint.config import ConfigError, Settings, load_settings, with_cli_selection
 from amp_lint.discovery import discover, is_excluded
 from amp_lint.engine.linter import FileReport
 from amp_lint.reporters import FORMATS, RuleMeta, render, render_statistics, render_summary
 from amp_lint.rules import ALL_RULES, rule_for
-from amp_lint.runner import RunOptions, Selection, process_stdin, run, unified_diff
+from amp_lint.runner import RunOptions, Selection, default_jobs, process_stdin, run, unified_diff
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -46,7 +46,10 @@ class _Group(click.Group):
     def main(self, *args, **kwargs):  # type: ignore[override]
         # click's usage errors exit 2 already; make sure nothing else escapes as a traceback.
         try:
-            return super().main(*args, standalone_mode=False, **kwargs)
+            result = super().main(*args, standalone_mode=False, **kwargs)
+            # Without standalone mode click *returns* the code of an Exit (`_fail`, --help,
+            # --version) instead of exiting; exit with it, or `python -m amp_lint` exits 0.
+            sys.exit(result if isinstance(result, int) else 0)
         except click.exceptions.Exit as exc:
             sys.exit(exc.exit_code)
         except click.ClickException as exc:
@@ -108,16 +111,23 @@ def fix_command(**kwargs) -> None:
     sys.exit(_run(fix=True, **kwargs))
 
 
+def _config_start(paths: Sequence[str], stdin_filename: Optional[str]) -> Path:
+    """Where the config search starts: the first checked path (as ruff), else the cwd."""
+    first = stdin_filename if list(paths) in ([], ["-"]) else (paths[0] if paths else None)
+    if not first or first == "-":
+        return Path.cwd()
+    path = Path(first)
+    if path.is_dir():
+        return path
+    return path.parent if str(path.parent) else Path.cwd()
+
+
 def _settings(config_file: Optional[str], isolated: bool, select, ignore, extend_select,
-              unsafe_fixes: Optional[bool], preview: Optional[bool]) -> Settings:
-    settings, _ = load_settings(config_file, isolated, Path.cwd())
+              unsafe_fixes: Optional[bool], preview: Optional[bool], start: Optional[Path] = None) -> Settings:
+    settings, _ = load_settings(config_file, isolated, start or Path.cwd())
+    # The CLI's selectors are a layer on top of the configured selection (ruff's semantics).
+    settings = with_cli_selection(settings, _selectors(select), _selectors(extend_select), _selectors(ignore))
     changes = {}
-    if select:
-        changes["select"] = _selectors(select)
-    if ignore:
-        changes["ignore"] = tuple(settings.ignore) + _selectors(ignore)
-    if extend_select:
-        changes["extend_select"] = tuple(settings.extend_select) + _selectors(extend_select)
     if unsafe_fixes is not None:
         changes["unsafe_fixes"] = unsafe_fixes
     if preview:
@@ -132,23 +142,32 @@ def _run(*, paths, select, ignore, extend_select, output_format, statistics, exi
     if fmt not in FORMATS:
         raise _fail(f"unknown output format {fmt!r}")
     try:
-        settings = _settings(config_file, isolated, select, ignore, extend_select, unsafe_fixes, preview)
+        settings = _settings(config_file, isolated, select, ignore, extend_select, unsafe_fixes, preview,
+                             _config_start(paths, stdin_filename))
         selection = Selection.from_settings(settings)
     except ConfigError as exc:
         raise _fail(str(exc))
     want_edits = fmt in ("json", "json-lines", "sarif") or show_fixes
-    options = RunOptions(fix=fix, diff=diff, want_edits=want_edits)
+    options = RunOptions(fix=fix, diff=diff, want_edits=want_edits, jobs=jobs or default_jobs(),
+                         cache=not no_cache, progress=True)
     paths = list(paths) or ["."]
     reports: List[FileReport] = []
     errors: List[Tuple[str, str]] = []
     if paths == ["-"]:
         filename = stdin_filename or "-"
+        data = sys.stdin.buffer.read()
         if stdin_filename and force_exclude and is_excluded(Path(filename), settings.exclude + settings.extend_exclude, Path(settings.project_root)):
+            if fix and not diff:  # an editor replaces its buffer by our stdout: hand it back unchanged
+                sys.stdout.buffer.write(data)
+                sys.stdout.flush()
             return EXIT_CLEAN
-        report = process_stdin(sys.stdin.buffer.read(), filename, selection, options)
+        report = process_stdin(data, filename, selection, options)
         reports.append(report)
-        if fix and not diff and report.error is None:
-            sys.stdout.write(report.new_text if report.new_text is not None else report.source.text)
+        if fix and not diff and report.error is None and report.source is not None:
+            # Bytes, so the source's encoding, BOM and line endings survive the round trip.
+            text = report.new_text if report.new_text is not None else report.source.text
+            sys.stdout.flush()
+            sys.stdout.buffer.write(report.source.encode(text))
             sys.stdout.flush()
     else:
         if "-" in paths:
@@ -164,7 +183,7 @@ def _run(*, paths, select, ignore, extend_select, output_format, statistics, exi
             click.echo(f"amp-lint: error: {report.path}: {report.error}", err=True)
     return _report(reports, fmt, settings, statistics=statistics, exit_zero=exit_zero, diff=diff,
                    show_fixes=show_fixes, quiet=quiet, fix=fix, had_errors=bool(errors),
-                   stdin_fix=fix and paths == ["-"])
+                   stdin_fix=fix and not diff and paths == ["-"])
 
 
 def _report(reports: List[FileReport], fmt: str, settings: Settings, *, statistics: bool, exit_zero: bool,
@@ -186,10 +205,13 @@ def _report(reports: List[FileReport], fmt: str, settings: Settings, *, statisti
     else:
         out.write(render(findings, fmt, unsafe_fixes=settings.unsafe_fixes, show_fixes=show_fixes,
                          rules=rule_metadata(), tool_version=__version__))
-    if not quiet and fmt in ("concise", "full"):
+    if not quiet and fmt in ("concise", "full") and (findings or fixed or not had_errors):
         fixable = sum(1 for f in findings if f.fixable(settings.unsafe_fixes))
         hidden = 0 if settings.unsafe_fixes else sum(1 for f in findings if f.fix_applicability is not None and not f.fixable(False))
-        click.echo(render_summary(len(findings), fixable, fixed, unsafe_hidden=hidden).rstrip("\n"), err=True)
+        needs_unsafe = any(f.fixable(True) and not f.fixable(False) for f in findings) and settings.unsafe_fixes
+        command = "amp-lint fix --unsafe-fixes" if needs_unsafe else "amp-lint fix"
+        click.echo(render_summary(len(findings), fixable, fixed, unsafe_hidden=hidden, fix_command=command).rstrip("\n"),
+                   err=True)
     if had_errors:
         return EXIT_ERROR
     if exit_zero or not findings:

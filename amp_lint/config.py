@@ -1,7 +1,8 @@
 """Settings: ``[tool.amp-lint]`` in pyproject.toml (or amp-lint.toml), overridden by the CLI.
 
 Rule selection follows ruff: selectors are a code (``AMP301``), a prefix (``AMP3``) or ``ALL``;
-for each code the most specific matching selector decides, and ``ignore`` wins a tie.
+for each code the most specific matching selector decides, and ``ignore`` wins a tie. Syntax
+errors (AMP000) are reported whatever is selected, unless an ``ignore`` matches them.
 """
 from __future__ import annotations
 
@@ -28,6 +29,10 @@ DEFAULT_EXCLUDES = (
 )
 
 DEVICES = ("cuda", "cpu", "xpu", "mps", "hip")
+
+#: Codes on whatever is selected, like ruff's syntax errors: only an ``ignore`` turns them off
+#: (the syntax-error code of :mod:`amp_lint.engine.linter`).
+ALWAYS_SELECTED = ("AMP000",)
 
 
 @dataclass(frozen=True)
@@ -105,6 +110,8 @@ def enabled_codes(
         elif default_on:
             positive = 0
         positive = max([positive] + [_specificity(s, code) for s in ext])
+        if code in ALWAYS_SELECTED:
+            positive = max(positive, 0)
         # Off-by-default rules need an explicit, specific selector (not ALL or a short prefix).
         if not default_on and positive >= 0 and positive < len(code):
             explicit = [s for s in sel + ext if s == code]
@@ -114,6 +121,47 @@ def enabled_codes(
         if positive >= 0 and positive > negative:
             result.append(code)
     return result
+
+
+def _known_codes() -> Tuple[Dict[str, bool], Tuple[str, ...]]:
+    """(code -> enabled by default, reserved codes) of the rule registry."""
+    from amp_lint.engine.linter import SYNTAX_ERROR_CODE
+    from amp_lint.rules import ALL_RULES, RESERVED_CODES
+
+    known = {SYNTAX_ERROR_CODE: True}
+    known.update({rule.code: rule.default_enabled for rule in ALL_RULES})
+    return known, tuple(RESERVED_CODES)
+
+
+def with_cli_selection(settings: Settings, select: Sequence[str] = (), extend_select: Sequence[str] = (),
+                       ignore: Sequence[str] = ()) -> Settings:
+    """``settings`` with the command line's selectors applied on top, as ruff layers them.
+
+    The configuration's selection is resolved first; then ``--select`` replaces it entirely
+    (the configured ``ignore``/``extend-select`` go with it), while ``--extend-select`` and
+    ``--ignore`` alone add to or remove from it (the most specific CLI selector decides, ``ignore``
+    winning a tie). The result is stored as explicit codes, so it no longer depends on order.
+    """
+    if not (select or extend_select or ignore):
+        return settings
+    known, reserved = _known_codes()
+    if select:
+        codes = set(enabled_codes(known, select, extend_select, ignore, reserved))
+    else:
+        codes = set(enabled_codes(known, settings.select, settings.extend_select, settings.ignore, reserved))
+        ext = [_validate_selector(s, known, reserved) for s in extend_select]
+        ign = [_validate_selector(s, known, reserved) for s in ignore]
+        for code, default_on in known.items():
+            positive = max((_specificity(s, code) for s in ext), default=-1)
+            if not default_on and 0 <= positive < len(code):
+                positive = -1  # off-by-default rules need their exact code
+            negative = max((_specificity(s, code) for s in ign), default=-1)
+            if positive >= 0 and positive > negative:
+                codes.add(code)
+            elif negative >= 0:
+                codes.discard(code)
+    # ``ignore = ALL`` turns everything off that is not selected by its exact code.
+    return replace(settings, select=tuple(c for c in known if c in codes), extend_select=(), ignore=("ALL",))
 
 
 def ignored_for_path(settings: Settings, relpath: str) -> Tuple[str, ...]:
@@ -129,7 +177,18 @@ def ignored_for_path(settings: Settings, relpath: str) -> Tuple[str, ...]:
 # -- loading ----------------------------------------------------------------------------------
 
 _LIST_KEYS = {"select", "ignore", "extend-select", "exclude", "extend-exclude"}
+_SELECTOR_KEYS = {"select", "ignore", "extend-select"}
 _KEYS = _LIST_KEYS | {"per-file-ignores", "unsafe-fixes", "preview", "torch-version", "device", "min-dim"}
+
+
+def check_selectors(selectors: Iterable[str], where: str) -> None:
+    """Raise ConfigError naming ``where`` for the first selector that matches no rule code."""
+    known, reserved = _known_codes()
+    for selector in selectors:
+        try:
+            _validate_selector(selector, known, reserved)
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
 
 
 def find_config(start: Path) -> Optional[Path]:
@@ -142,8 +201,14 @@ def find_config(start: Path) -> Optional[Path]:
         candidate = directory / "pyproject.toml"
         if candidate.is_file():
             try:
-                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
-            except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError):
+                text = candidate.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            try:
+                data = tomllib.loads(text)
+            except tomllib.TOMLDecodeError:
+                if "amp-lint" in text:
+                    return candidate  # broken, but meant for us: load_table names the error
                 continue
             if "amp-lint" in data.get("tool", {}):
                 return candidate
@@ -178,19 +243,26 @@ def settings_from_table(table: Dict[str, Any], path: Path, base: Settings = Sett
         if key in _LIST_KEYS:
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise ConfigError(f"{where}: expected a list of strings")
+            if key in _SELECTOR_KEYS:
+                check_selectors(value, where)
             changes[attr] = tuple(value)  # like ruff, ``exclude`` replaces the defaults
         elif key == "per-file-ignores":
             if not isinstance(value, dict) or not all(
                 isinstance(v, list) and all(isinstance(c, str) for c in v) for v in value.values()
             ):
                 raise ConfigError(f"{where}: expected a table of glob = [codes]")
+            for pattern, codes in value.items():
+                check_selectors(codes, f"{where} {pattern!r}")
             changes[attr] = tuple((k, tuple(v)) for k, v in value.items())
         elif key in ("unsafe-fixes", "preview"):
             if not isinstance(value, bool):
                 raise ConfigError(f"{where}: expected true or false")
             changes[attr] = value
         elif key == "torch-version":
-            if not isinstance(value, (str, float, int)) or isinstance(value, bool):
+            if isinstance(value, float):
+                # TOML 2.10 is the float 2.1: a version must be quoted to mean what it says.
+                raise ConfigError(f"{where}: expected a quoted version string like \"2.4\", got the number {value!r}")
+            if not isinstance(value, (str, int)) or isinstance(value, bool):
                 raise ConfigError(f"{where}: expected a version string like \"2.4\"")
             try:
                 parse_version(str(value))
@@ -210,12 +282,13 @@ def settings_from_table(table: Dict[str, Any], path: Path, base: Settings = Sett
 
 
 def load_settings(config: Optional[str], isolated: bool, start: Path) -> Tuple[Settings, Optional[Path]]:
-    """Settings from ``--config``, else the nearest config file (none when ``--isolated``)."""
+    """Settings from ``--config``, else the nearest config file at or above ``start`` (none when
+    ``--isolated``). Without a config file the project root is the working directory, as in ruff."""
     if isolated:
-        return Settings(project_root=str(start.resolve())), None
+        return Settings(project_root=str(Path.cwd().resolve())), None
     path = Path(config) if config else find_config(start)
     if path is None:
-        return Settings(project_root=str(start.resolve())), None
+        return Settings(project_root=str(Path.cwd().resolve())), None
     if config and not path.is_file():
         raise ConfigError(f"{path}: config file not found")
     return settings_from_table(load_table(path), path), path

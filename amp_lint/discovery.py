@@ -52,14 +52,20 @@ def _compile_gitignore_pattern(pattern: str) -> Optional[_IgnoreRule]:
                 parts.append(re.escape(line[i]))
                 i += 1
             else:
-                parts.append(line[i:end + 1])
+                body = line[i + 1:end]
+                if body.startswith("!"):  # git's negated class is regex's [^...]
+                    body = "^" + body[1:]
+                parts.append("[" + body + "]")
                 i = end + 1
         else:
             parts.append(re.escape(line[i]))
             i += 1
     body = "".join(parts)
     regex = ("^" if anchored else "^(?:.*/)?") + body + "$"
-    return _IgnoreRule(re.compile(regex), negate, dir_only)
+    try:
+        return _IgnoreRule(re.compile(regex), negate, dir_only)
+    except re.error:  # e.g. a reversed range "[z-a]": git matches nothing with it
+        return None
 
 
 class GitIgnore:

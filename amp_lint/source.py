@@ -71,8 +71,11 @@ def read_source(path: str) -> SourceFile:
 
 
 def write_atomic(path: str, data: bytes) -> None:
-    """Replace ``path`` by ``data`` atomically, keeping the file's permission bits."""
-    target = Path(path)
+    """Replace ``path`` by ``data`` atomically, keeping the file's permission bits.
+
+    A symlink is written through: its target is replaced and the link stays a link.
+    """
+    target = Path(os.path.realpath(path))
     mode = target.stat().st_mode & 0o7777 if target.exists() else None
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".amp-lint.tmp", dir=str(target.parent))
     try:
@@ -82,7 +85,7 @@ def write_atomic(path: str, data: bytes) -> None:
             os.fsync(handle.fileno())
         if mode is not None:
             os.chmod(tmp, mode)
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
         try:
             os.unlink(tmp)

@@ -53,11 +53,12 @@ def render_statistics(findings: List[Finding], *, unsafe_fixes: bool = False) ->
 
 
 def render_summary(
-    findings_count: int, fixable_count: int, fixed_count: int = 0, *, unsafe_hidden: int = 0
+    findings_count: int, fixable_count: int, fixed_count: int = 0, *, unsafe_hidden: int = 0,
+    fix_command: str = "amp-lint fix",
 ) -> str:
     """The closing summary for stderr (``findings_count`` = findings still reported)."""
     return statistics.render_summary(
-        findings_count, fixable_count, fixed_count, unsafe_hidden=unsafe_hidden
+        findings_count, fixable_count, fixed_count, unsafe_hidden=unsafe_hidden, fix_command=fix_command
     )
 
 

@@ -34,7 +34,8 @@ def _plural(count: int, one: str, many: str) -> str:
 
 
 def render_summary(
-    findings_count: int, fixable_count: int, fixed_count: int = 0, *, unsafe_hidden: int = 0
+    findings_count: int, fixable_count: int, fixed_count: int = 0, *, unsafe_hidden: int = 0,
+    fix_command: str = "amp-lint fix",
 ) -> str:
     """Summary lines for stderr.
 
@@ -56,7 +57,7 @@ def render_summary(
         hidden = f"{unsafe_hidden} hidden {fixes} can be enabled with the `--unsafe-fixes` option"
     if fixable_count > 0:
         tail = f" ({hidden})." if hidden else "."
-        lines.append(f"[*] {fixable_count} fixable with `amp-lint fix`{tail}")
+        lines.append(f"[*] {fixable_count} fixable with `{fix_command}`{tail}")
     elif hidden:
         lines.append(f"No fixes available ({hidden}).")
     return "".join(line + "\n" for line in lines)

@@ -366,9 +366,14 @@ class DeprecatedCudaAmpApi(Rule):
                     arg = codegen.as_keyword(arg, deprecation.old_positional[position])
                 position += 1
             rest.append(arg)
-        if rest:
-            rest[-1] = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-        new = codegen.call(self._func(deprecation, node.func), self._device_args(deprecation, rest), like=node)
+        args = self._device_args(deprecation, rest)
+        if deprecation.device_arg == "device_type" and len(args) > 1:
+            # the device keyword goes last: it takes over the old last argument's trailing comma
+            trailing = args[-2].comma
+            args[-2] = args[-2].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            if isinstance(trailing, cst.Comma):
+                args[-1] = args[-1].with_changes(comma=trailing)
+        new = codegen.call(self._func(deprecation, node.func), args, like=node)
         return self._fix(node, new, deprecation)
 
     def _fix(self, node: cst.CSTNode, new: cst.CSTNode, deprecation: Deprecation) -> CstFix:
