@@ -13,6 +13,10 @@ from typing import Dict, Iterable, List, Optional, Tuple
 import libcst as cst
 
 
+_NAME = cst.Name
+_ATTRIBUTE = cst.Attribute
+
+
 def dotted_name(node: cst.BaseExpression) -> Optional[str]:
     """``a.b.c`` for a Name/Attribute chain, else None."""
     parts: List[str] = []
@@ -85,13 +89,18 @@ class ImportTable:
     # -- queries ----------------------------------------------------------------------------
     def qualify(self, node: cst.BaseExpression) -> Optional[str]:
         """Qualified name of a Name/Attribute chain whose root is an imported name."""
+        # ``type(...) is`` rather than isinstance: LibCST nodes are ABCs, and isinstance on them
+        # is slow; this runs for most names of every file. Node classes are never subclassed.
+        if type(node) is _NAME:
+            binding = self.bindings.get(node.value)  # type: ignore[attr-defined]
+            return None if binding is None else binding.qualified
         parts: List[str] = []
-        while isinstance(node, cst.Attribute):
-            parts.append(node.attr.value)
-            node = node.value
-        if not isinstance(node, cst.Name):
+        while type(node) is _ATTRIBUTE:
+            parts.append(node.attr.value)  # type: ignore[attr-defined]
+            node = node.value  # type: ignore[attr-defined]
+        if type(node) is not _NAME:
             return None
-        binding = self.bindings.get(node.value)
+        binding = self.bindings.get(node.value)  # type: ignore[attr-defined]
         if binding is None:
             return None
         parts.append(binding.qualified)

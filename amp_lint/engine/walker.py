@@ -70,6 +70,18 @@ def _handler_names(cls: type, prefix: str) -> Tuple[str, ...]:
     return names
 
 
+# type -> 1 (a CST node), 2 (a list/tuple of fields), 0 (anything else). A plain dict lookup is
+# much cheaper than ``isinstance(value, CSTNode)``, which goes through ABCMeta for every field.
+_KINDS: Dict[type, int] = {tuple: 2, list: 2}
+
+
+def _kind(cls: type) -> int:
+    kind = _KINDS.get(cls)
+    if kind is None:
+        kind = _KINDS[cls] = 1 if issubclass(cls, cst.CSTNode) else 0
+    return kind
+
+
 def walk(module: cst.Module, participants: Sequence[object], stack: List[cst.CSTNode]) -> None:
     """Visit every node of ``module`` once, calling participants' handlers in order.
 
@@ -78,29 +90,36 @@ def walk(module: cst.Module, participants: Sequence[object], stack: List[cst.CST
     """
     visits = _collect(participants, "visit_")
     leaves = _collect(participants, "leave_")
-    fields_of = _child_fields
-    node_types = cst.CSTNode
+    plans: Dict[type, Tuple[Tuple[Handler, ...], Tuple[str, ...], Tuple[Handler, ...]]] = {}
+    kinds = _KINDS
+    push = stack.append
+    pop = stack.pop
 
     def visit(node: cst.CSTNode) -> None:
         cls = type(node)
-        stack.append(node)
-        handlers = visits.get(cls)
-        if handlers:
-            for handler in handlers:
-                handler(node)
-        for name in fields_of(cls):
+        plan = plans.get(cls)
+        if plan is None:
+            plan = plans[cls] = (tuple(visits.get(cls, ())), _child_fields(cls), tuple(leaves.get(cls, ())))
+        before, names, after = plan
+        push(node)
+        for handler in before:
+            handler(node)
+        for name in names:
             value = getattr(node, name)
-            if isinstance(value, node_types):
+            cls = type(value)
+            kind = kinds.get(cls)
+            if kind is None:
+                kind = _kind(cls)
+            if kind == 1:
                 visit(value)
-            elif type(value) is tuple or type(value) is list:
+            elif kind == 2:
                 for item in value:
-                    if isinstance(item, node_types):
+                    cls = type(item)
+                    if kinds.get(cls) == 1 or (cls not in kinds and _kind(cls) == 1):
                         visit(item)
-        handlers = leaves.get(cls)
-        if handlers:
-            for handler in handlers:
-                handler(node)
-        stack.pop()
+        for handler in after:
+            handler(node)
+        pop()
 
     visit(module)
 

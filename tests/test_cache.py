@@ -1,0 +1,271 @@
+"""The result cache: hits only for the same bytes, path, configuration and amp-lint; never a crash."""
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+from pathlib import Path
+from typing import List
+
+import pytest
+from click.testing import CliRunner
+
+import amp_lint
+from amp_lint import cache as cache_mod
+from amp_lint import runner
+from amp_lint.cli import main
+from amp_lint.config import Settings
+from amp_lint.discovery import discover
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+DEPRECATED = """\
+import torch
+
+with torch.cuda.amp.autocast():
+    y = model(x)
+"""
+CLEAN = """\
+import torch
+
+with torch.autocast("cuda"):
+    y = model(x)
+"""
+
+
+@pytest.fixture(autouse=True)
+def _user_cache(tmp_path_factory, monkeypatch):
+    # The signing key lives in the user's cache directory; keep tests out of the real one.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg")))
+
+
+@pytest.fixture
+def analysed(monkeypatch) -> List[str]:
+    """Paths analysed (not served from the cache) by runner.run in this process."""
+    seen: List[str] = []
+    real = runner._process_path
+
+    def spy(path, selection, options):
+        seen.append(path)
+        return real(path, selection, options)
+
+    monkeypatch.setattr(runner, "_process_path", spy)
+    return seen
+
+
+def check(root: Path, *, cache: bool = True, fix: bool = False, settings: Settings = None, **changes):
+    settings = settings or Settings(select=("ALL",), project_root=str(root))
+    settings = dataclasses.replace(settings, **changes)
+    files, errors = discover(["."], settings.exclude, root)
+    assert not errors
+    selection = runner.Selection.from_settings(settings)
+    return runner.run(files, selection, runner.RunOptions(fix=fix, jobs=1, cache=cache))
+
+
+def outcome(reports):
+    return [(r.path, r.findings, r.error, r.fixed, r.new_text) for r in reports]
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch) -> Path:
+    (tmp_path / "a.py").write_text(DEPRECATED)
+    (tmp_path / "b.py").write_text(CLEAN)
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "c.py").write_text(DEPRECATED.replace("y =", "z ="))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_fixtures_identical_with_and_without_cache(tmp_path, monkeypatch, analysed):
+    root = tmp_path / "fixtures"
+    shutil.copytree(FIXTURES, root)
+    monkeypatch.chdir(root)
+    plain = check(root, cache=False)
+    assert not (root / ".amp_lint_cache").exists()
+    assert any(r.findings for r in plain)
+    analysed.clear()
+    cold = check(root)
+    assert len(analysed) == len(plain)
+    analysed.clear()
+    warm = check(root)
+    assert analysed == []
+    assert outcome(plain) == outcome(cold) == outcome(warm)
+
+
+def test_cache_directory_is_tagged(project):
+    check(project)
+    directory = project / ".amp_lint_cache"
+    assert (directory / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
+    assert (directory / ".gitignore").read_text().splitlines()[-1] == "*"
+    assert list(directory.glob("*.cache"))
+
+
+def test_edit_reanalyses_only_that_file(project, analysed):
+    first = check(project)
+    assert [len(r.findings) for r in first] == [1, 0, 1]
+    analysed.clear()
+    (project / "b.py").write_text(DEPRECATED)
+    second = check(project)
+    assert analysed == ["b.py"]
+    assert [len(r.findings) for r in second] == [1, 1, 1]
+    assert second[1].findings == check(project, cache=False)[1].findings
+    analysed.clear()
+    (project / "b.py").write_text(CLEAN)  # back to content that was cached before: still right
+    assert [len(r.findings) for r in check(project)] == [1, 0, 1]
+
+
+def test_rename_reports_new_path(project, analysed):
+    check(project)
+    analysed.clear()
+    os.rename(project / "a.py", project / "renamed.py")
+    reports = check(project)
+    assert analysed == ["renamed.py"]
+    assert [r.path for r in reports] == ["b.py", os.path.join("pkg", "c.py"), "renamed.py"]
+    assert [f.filename for f in reports[2].findings] == ["renamed.py"]
+    assert outcome(reports) == outcome(check(project, cache=False))
+
+
+def test_delete_drops_entry(project, analysed):
+    check(project)
+    (project / "a.py").unlink()
+    (project / "b.py").write_text(CLEAN + "\n")  # forces a save
+    analysed.clear()
+    reports = check(project)
+    assert analysed == ["b.py"]
+    assert [r.path for r in reports] == ["b.py", os.path.join("pkg", "c.py")]
+    settings = Settings(select=("ALL",), project_root=str(project))
+    cache = cache_mod.Cache(str(project), settings, runner._options_key(runner.RunOptions()))
+    cache._load()
+    assert {key[0] for key in cache._entries} == {"b.py", "pkg/c.py"}
+
+
+def test_config_change_misses(project, analysed):
+    check(project)
+    analysed.clear()
+    reports = check(project, ignore=("AMP501",))
+    assert len(analysed) == 3
+    assert all(not r.findings for r in reports)
+    analysed.clear()
+    check(project, ignore=("AMP501",))
+    assert analysed == []
+    analysed.clear()
+    check(project, per_file_ignores=(("pkg/*", ("AMP501",)),))
+    assert len(analysed) == 3
+
+
+def test_version_change_misses(project, analysed, monkeypatch):
+    check(project)
+    analysed.clear()
+    monkeypatch.setattr(amp_lint, "__version__", "999.0")
+    check(project)
+    assert len(analysed) == 3
+
+
+def test_code_change_misses(project, analysed, monkeypatch):
+    check(project)
+    analysed.clear()
+    monkeypatch.setattr(cache_mod, "_package_fingerprint", lambda: "edited rules")
+    check(project)
+    assert len(analysed) == 3
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda blob: b"",
+        lambda blob: b"garbage" * 10,
+        lambda blob: blob[: len(blob) // 2],
+        lambda blob: blob[:-1] + bytes([blob[-1] ^ 1]),  # tampered payload: signature fails
+    ],
+)
+def test_corrupt_cache_is_ignored(project, analysed, damage):
+    expected = outcome(check(project))
+    for path in (project / ".amp_lint_cache").glob("*.cache"):
+        path.write_bytes(damage(path.read_bytes()))
+    analysed.clear()
+    assert outcome(check(project)) == expected
+    assert len(analysed) == 3
+    analysed.clear()
+    assert outcome(check(project)) == expected  # rewritten
+    assert analysed == []
+
+
+def test_foreign_signature_is_ignored(project, analysed, monkeypatch, tmp_path_factory):
+    check(project)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("other-user")))
+    analysed.clear()
+    check(project)
+    assert len(analysed) == 3
+
+
+def test_unusable_cache_directory_does_not_crash(project, analysed):
+    (project / ".amp_lint_cache").write_text("not a directory")
+    expected = outcome(check(project, cache=False))
+    assert outcome(check(project)) == expected
+    assert outcome(check(project)) == expected
+
+
+def test_unwritable_cache_entry_layout(project, analysed):
+    # A directory where the index file should be: reads and writes fail, results do not.
+    check(project)
+    for path in (project / ".amp_lint_cache").glob("*.cache"):
+        path.unlink()
+        path.mkdir()
+    analysed.clear()
+    assert outcome(check(project)) == outcome(check(project, cache=False))
+
+
+def test_fix_never_uses_stale_results(project):
+    check(project)  # a.py and pkg/c.py cached with a fixable finding
+    reports = check(project, fix=True)
+    assert [r.fixed for r in reports] == [1, 0, 1]
+    assert "torch.cuda.amp" not in (project / "a.py").read_text()
+    assert all(not r.findings for r in check(project))
+
+
+def test_fix_reuses_results_without_fixes(project, analysed):
+    (project / "a.py").write_text(CLEAN)
+    (project / "pkg" / "c.py").write_text(CLEAN)
+    check(project)
+    analysed.clear()
+    reports = check(project, fix=True)
+    assert analysed == []
+    assert [r.fixed for r in reports] == [0, 0, 0]
+
+
+def test_cli_no_cache_neither_reads_nor_writes(project, analysed):
+    cli = CliRunner()
+    result = cli.invoke(main, ["check", "--isolated", "--no-cache", "-j1", "."])
+    assert result.exit_code == 1, result.output
+    assert not (project / ".amp_lint_cache").exists()
+    result = cli.invoke(main, ["check", "--isolated", "-j1", "."])
+    assert (project / ".amp_lint_cache").is_dir()
+    analysed.clear()
+    result = cli.invoke(main, ["check", "--isolated", "-j1", "."])
+    assert analysed == []
+    result = cli.invoke(main, ["check", "--isolated", "--no-cache", "-j1", "."])
+    assert len(analysed) == 3
+
+
+def test_cli_output_same_warm_and_cold(project):
+    cli = CliRunner()
+    args = ["check", "--isolated", "-j1", "--output-format", "json", "."]
+    cold = cli.invoke(main, args)
+    warm = cli.invoke(main, args)
+    plain = cli.invoke(main, args + ["--no-cache"])
+    assert cold.exit_code == warm.exit_code == plain.exit_code == 1
+    assert cold.stdout == warm.stdout == plain.stdout
+
+
+def test_stale_index_files_are_pruned(project):
+    directory = project / ".amp_lint_cache"
+    check(project)
+    old = directory / ("0" * 32 + ".cache")
+    old.write_bytes(b"from an older amp-lint")
+    os.utime(old, (1, 1))
+    recent = directory / ("1" * 32 + ".cache")
+    recent.write_bytes(b"from other settings, used recently")
+    (project / "a.py").write_text(CLEAN)  # something to save
+    check(project)
+    assert not old.exists()
+    assert recent.exists()
