@@ -25,6 +25,13 @@ SYNTAX_ERROR_CODE = "AMP000"
 SYNTAX_ERROR_NAME = "syntax-error"
 
 
+class Findings(list):
+    """A file's findings, plus ``summary``: the per-file facts the project phase needs (classes,
+    imports, casts of imported classes, and conditional findings; see analysis/project.py)."""
+
+    summary: Optional[dict] = None
+
+
 @dataclass
 class FileReport:
     """The outcome for one file."""
@@ -73,6 +80,14 @@ def run_rules(path: str, text: str, module: cst.Module, settings: Settings, rule
 
 
 def syntax_error_finding(path: str, text: str, exc: Exception) -> Finding:
+    """AMP000 at the parse error; Python's own parser gives the exact position and message."""
+    if not isinstance(exc, SyntaxError):
+        try:
+            ast.parse(text, filename=path)
+        except SyntaxError as precise:
+            exc = precise
+        except (ValueError, RecursionError, MemoryError):
+            pass
     if isinstance(exc, cst.ParserSyntaxError):
         row, col = exc.raw_line, exc.raw_column + 1
         message = exc.message.splitlines()[0] if exc.message else "invalid syntax"
@@ -133,8 +148,9 @@ def to_findings(ctx: FileContext, raws: Sequence[RawFinding], suppressions: Supp
 
 
 def _reportable(raws: Sequence[RawFinding], settings: Settings) -> List[RawFinding]:
-    """Low-confidence findings are only reported in preview mode."""
-    return [r for r in raws if settings.preview or r.confidence != "low"]
+    """Low-confidence findings are only reported in preview mode; conditional ones (which hold
+    only if another file casts a class of this one) wait for the project phase."""
+    return [r for r in raws if (settings.preview or r.confidence != "low") and getattr(r, "condition", None) is None]
 
 
 def lint_text(path: str, text: str, settings: Settings, rules: Sequence[type], *,
@@ -158,7 +174,15 @@ def lint_text(path: str, text: str, settings: Settings, rules: Sequence[type], *
     except (cst.ParserSyntaxError, RecursionError, ValueError) as exc:
         return [syntax_error_finding(path, text, exc)] if syntax_check else []
     ctx = run_rules(path, text, module, settings, rules, project)
-    return to_findings(ctx, _reportable(ctx.findings, settings), suppressions, settings.unsafe_fixes, want_edits)
+    out = Findings(to_findings(ctx, _reportable(ctx.findings, settings), suppressions, settings.unsafe_fixes,
+                               want_edits))
+    precision = ctx.analyses.get("precision")
+    if precision is not None:  # per-file facts and conditional findings for the project phase
+        conditional = [r for r in ctx.findings if getattr(r, "condition", None) is not None]
+        out.summary = dict(precision.summary, conditional=list(zip(
+            to_findings(ctx, conditional, suppressions, settings.unsafe_fixes, want_edits),
+            [r.condition for r in conditional if not suppressions.suppresses(r.rule.code, ctx.position(r.node).start.line)])))
+    return out
 
 
 def fix_text(path: str, text: str, settings: Settings, rules: Sequence[type], *,

@@ -1,0 +1,225 @@
+"""AMP201 softmax-in-fp16."""
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from amp_lint.analysis.precision import (
+    PROJECT_TOKENS,
+    cuda_autocast, is_half, method_call, per_context, simple_stand_in, tensor_receiver, torch_ref, where,
+)
+from amp_lint.engine import codegen
+from amp_lint.engine.fixes import CstFix
+from amp_lint.findings import Applicability, Severity
+from amp_lint.rules.base import Invalid, Rule, Valid, find_arg
+
+_FUNCS = {
+    "torch.softmax": "softmax", "torch.log_softmax": "log_softmax", "torch.nn.functional.softmax": "softmax",
+    "torch.nn.functional.log_softmax": "log_softmax", "torch.special.softmax": "softmax",
+    "torch.special.log_softmax": "log_softmax", "torch.Tensor.softmax": "softmax",
+    "torch.Tensor.log_softmax": "log_softmax",
+}
+_MODULES = {"torch.nn.Softmax": "softmax", "torch.nn.LogSoftmax": "log_softmax"}
+
+
+class SoftmaxInFp16(Rule):
+    code = "AMP201"
+    name = "softmax-in-fp16"
+    severity = Severity.WARNING
+    summary = "softmax / log_softmax computed in half precision"
+    fix_applicability = Applicability.UNSAFE
+    tokens = ("softmax", "Softmax") + PROJECT_TOKENS
+    requires = ("precision",)
+    docs = """
+    ## What it does
+    Finds `softmax` / `log_softmax` (functional, `torch.`, Tensor method, `nn.Softmax` /
+    `nn.LogSoftmax` modules) whose input is float16/bfloat16 where nothing upcasts it: in a module
+    cast wholesale with `.half()` / `.to(torch.float16)`, on tensors cast to half explicitly, or
+    under **CPU** autocast (which, unlike CUDA autocast, does not put softmax on its fp32 list).
+
+    ## Why is this bad?
+    Under CUDA autocast softmax runs in float32 (autocast's `fp32_set_opt_dtype` policy). Outside it
+    the kernel runs in the input dtype: the normaliser `max + log(sum(exp(x - max)))` is rounded to
+    float16 (3 significant digits), so log-probabilities of confident tokens collapse to 0 or are
+    off by tens of percent, and attention weights lose their small entries. Fairseq-style
+    `softmax(x.float())` and `softmax(x, dtype=torch.float32)` are silent.
+
+    ## Fix safety
+    The fix computes in float32 and casts back: `F.softmax(x, dim=d, dtype=torch.float32).type_as(x)`
+    (the call's form is kept: `x.softmax(-1)` becomes `x.softmax(-1, dtype=torch.float32).type_as(x)`,
+    a module call `self.softmax(x)` becomes `self.softmax(x.float()).type_as(x)`). It is unsafe: it
+    changes numerics (for the better) and costs memory for the fp32 intermediate.
+
+    ## References
+    - op-precision.md sections 5, 7 and 10 (torch 2.13 autocast lists, S1/S2, and CPU runs, E)
+    - https://pytorch.org/docs/stable/amp.html#autocast-op-reference
+    """
+    VALID = [
+        Valid("""
+        import torch
+        import torch.nn.functional as F
+        x = torch.randn(4, 8).half()
+        p = F.softmax(x.float(), dim=-1)
+        q = F.softmax(x, dim=-1, dtype=torch.float32)
+        """),
+        Valid("""
+        import torch
+        import torch.nn.functional as F
+        def f(q, k):
+            with torch.autocast("cuda", dtype=torch.float16):
+                return F.softmax(q @ k.transpose(-2, -1), dim=-1)
+        """),
+        Valid("""
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        class Attn(nn.Module):
+            def forward(self, x):
+                return F.softmax(x, dim=-1)
+        model = Attn()
+        """),
+        Valid("""
+        import torch
+        from fairseq import utils
+        x = torch.randn(4, 8).half()
+        p = utils.softmax(x, dim=-1, onnx_trace=False)
+        """),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+            import torch.nn.functional as F
+
+            class Head(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.proj = nn.Linear(64, 1024)
+
+                def forward(self, h):
+                    logits = self.proj(h)
+                    return F.log_softmax(logits, dim=-1)
+
+            head = Head().half()
+            """,
+            expected="""
+            import torch
+            import torch.nn as nn
+            import torch.nn.functional as F
+
+            class Head(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.proj = nn.Linear(64, 1024)
+
+                def forward(self, h):
+                    logits = self.proj(h)
+                    return F.log_softmax(logits, dim=-1, dtype=torch.float32).type_as(logits)
+
+            head = Head().half()
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            x = torch.randn(2, 8, dtype=torch.float16)
+            y = x.softmax(-1)
+            """,
+            expected="""
+            import torch
+            x = torch.randn(2, 8, dtype=torch.float16)
+            y = x.softmax(-1, dtype=torch.float32).type_as(x)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            def attend(q, k):
+                with torch.autocast("cpu", dtype=torch.bfloat16):
+                    scores = q @ k.transpose(-2, -1)
+                    return torch.softmax(scores, dim=-1)
+            """,
+            expected="""
+            import torch
+            def attend(q, k):
+                with torch.autocast("cpu", dtype=torch.bfloat16):
+                    scores = q @ k.transpose(-2, -1)
+                    return torch.softmax(scores, dim=-1, dtype=torch.float32).type_as(scores)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+            class Attn(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.softmax = nn.Softmax(dim=-1)
+                def forward(self, scores):
+                    return self.softmax(scores)
+            attn = Attn().to(torch.float16)
+            """,
+            expected="""
+            import torch
+            import torch.nn as nn
+            class Attn(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.softmax = nn.Softmax(dim=-1)
+                def forward(self, scores):
+                    return self.softmax(scores.float()).type_as(scores)
+            attn = Attn().to(torch.float16)
+            """,
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        prec = self.ctx.analyses["precision"]
+        func = node.func
+        qualified = self.ctx.qualify(func)
+        kind: Optional[str] = None
+        source: Optional[cst.BaseExpression] = None
+        form = "function"
+        mod = prec.module_of(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+        if mod is not None:
+            if mod.cls in _MODULES and node.args:
+                kind, source, form = _MODULES[mod.cls], node.args[0].value, "module"
+        elif qualified in _FUNCS:
+            kind = _FUNCS[qualified]
+            arg = find_arg(node, "input", 0)
+            source = arg.value if arg else None
+        elif isinstance(func, cst.Attribute) and func.attr.value in ("softmax", "log_softmax") and qualified is None:
+            source = tensor_receiver(prec, func)
+            kind, form = func.attr.value, "method"
+        if kind is None or source is None:
+            return
+        if find_arg(node, "dtype", 3 if form == "function" else 2) is not None:
+            return
+        values = prec.value(source)
+
+        def decide(context, i):
+            d = values[i]
+            if not is_half(d) or cuda_autocast(context):
+                return None
+            return f"`{kind}` runs {where(context, d)}; compute it in float32 and cast back"
+
+        stand_ins = simple_stand_in(prec, source)
+        prec.report_when(self, node, per_context(prec, decide),
+                         fix=lambda i: self._fix(node, stand_ins(i), form))
+
+    def _fix(self, node: cst.Call, stand_in: Optional[cst.BaseExpression], form: str) -> Optional[CstFix]:
+        if stand_in is None:
+            return None
+        back = cst.parse_expression(self.ctx.code(stand_in))
+        f32, imports = torch_ref(self.ctx, "torch.float32")
+        fix = CstFix("Compute the softmax in float32 and cast back", Applicability.UNSAFE, add_imports=imports)
+        if form == "module":
+            args = list(node.args)
+            args[0] = args[0].with_changes(value=method_call(args[0].value, "float"))
+            new = node.with_changes(args=args)
+        else:
+            new = codegen.call(node.func, list(node.args) + [codegen.keyword("dtype", f32)], like=node)
+        fix.replace(node, method_call(new, "type_as", [cst.Arg(back)]))
+        return fix

@@ -1,0 +1,230 @@
+"""AMP203 norm-or-reduction-in-fp16."""
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+import libcst as cst
+
+from amp_lint.analysis.precision import (
+    PROJECT_TOKENS,
+    cuda_autocast, is_half, is_simple, method_call, per_context, tensor_receiver, torch_ref, where,
+)
+from amp_lint.data import ops as opdata
+from amp_lint.engine import codegen
+from amp_lint.engine.fixes import CstFix
+from amp_lint.findings import Applicability, Severity
+from amp_lint.rules.base import Invalid, Rule, Valid, find_arg
+
+# Reductions that CUDA autocast runs in fp32 (fp32_set_opt_dtype / append_dtype; S1).
+_CUDA_FP32 = {"sum", "cumsum", "norm", "vector_norm", "logsumexp"}
+_TORCH = {"torch.mean": "mean", "torch.sum": "sum", "torch.var": "var", "torch.std": "std", "torch.cumsum": "cumsum",
+          "torch.norm": "norm", "torch.linalg.vector_norm": "vector_norm", "torch.linalg.norm": "norm",
+          "torch.var_mean": "var_mean", "torch.std_mean": "std_mean"}
+
+
+def squared_base(expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """``b`` for ``b.pow(2)``, ``b ** 2``, ``b.square()``, ``torch.square(b)``, ``b * b``."""
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        attr = expr.func.attr.value
+        if attr == "pow" and expr.args and _is_two(expr.args[0].value):
+            return expr.func.value
+        if attr == "square" and not expr.args:
+            return expr.func.value
+        if attr == "square" and expr.args and isinstance(expr.func.value, cst.Name) and expr.func.value.value == "torch":
+            return expr.args[0].value
+        if attr == "pow" and len(expr.args) == 2 and _is_two(expr.args[1].value):
+            return expr.args[0].value
+    if isinstance(expr, cst.BinaryOperation):
+        if isinstance(expr.operator, cst.Power) and _is_two(expr.right):
+            return expr.left
+        if isinstance(expr.operator, cst.Multiply):
+            code = cst.Module([]).code_for_node
+            if code(expr.left) == code(expr.right):
+                return expr.left
+    return None
+
+
+def _is_exp(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, cst.Call):
+        name = expr.func.attr.value if isinstance(expr.func, cst.Attribute) else ""
+        return name in ("exp", "exp2")
+    return False
+
+
+def _is_two(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, (cst.Integer, cst.Float)) and float(expr.evaluated_value) == 2.0
+
+
+class NormOrReductionInFp16(Rule):
+    code = "AMP203"
+    name = "norm-or-reduction-in-fp16"
+    severity = Severity.WARNING
+    summary = "Hand-written normalisation or reduction in half precision"
+    fix_applicability = Applicability.UNSAFE
+    tokens = ("mean", "sum", "var", "std", "norm") + PROJECT_TOKENS
+    requires = ("precision",)
+    docs = """
+    ## What it does
+    Finds hand-written normalisation statistics and reductions on float16/bfloat16 values where
+    nothing upcasts them: `x.pow(2).mean(-1)` (RMSNorm), `mean`/`var`/`std`, `sum`/`cumsum`, `x.norm()`,
+    `torch.norm`/`torch.linalg.vector_norm`, in a module cast wholesale to half or on tensors cast
+    to half, and under autocast where autocast leaves the op in fp16 (`mean`/`var`/`std` on CUDA;
+    all of them on CPU). The native `nn.LayerNorm`/`F.layer_norm`/`group_norm`/`rms_norm` are not
+    reported: their kernels keep statistics and eps in float32.
+
+    ## Why is this bad?
+    `x.pow(2)` overflows float16 for abs(x) >= 256, so one "massive activation" channel makes the
+    mean of squares `inf`, `rsqrt(inf)` is 0 and the whole row collapses; `var` overflows above
+    65504 even when `std` would be finite; an fp16 `sum` of n values of size a is `inf` once
+    n*a > 65504.
+
+    ## Fix safety
+    For a mean of squares the fix upcasts the base and casts the statistic back:
+    `x.float().pow(2).mean(-1, keepdim=True).type_as(x)`. For `sum`/`cumsum`/`mean`/norms it passes
+    `dtype=torch.float32`, else it uses `.float()` ... `.type_as(x)`. Unsafe: numerics change (the
+    statistic becomes correct) and `dtype=torch.float32` makes the result float32.
+
+    ## References
+    - op-precision.md sections 1, 3, 5 and 10 (thresholds E; CUDA/CPU autocast lists S1/S2)
+    """
+    VALID = [
+        Valid("""
+        import torch
+        import torch.nn as nn
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.ln = nn.LayerNorm(64, eps=1e-12)
+            def forward(self, x):
+                return self.ln(x)
+        block = Block().half()
+        """),
+        Valid("""
+        import torch
+        x = torch.randn(4, 64).half()
+        v = x.float().pow(2).mean(-1, keepdim=True)
+        s = x.sum(dtype=torch.float32)
+        """),
+        Valid("""
+        import torch
+        def f(x):
+            with torch.autocast("cuda", dtype=torch.float16):
+                return x.pow(2).mean(-1)
+        """),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class RMSNorm(nn.Module):
+                def __init__(self, dim, eps=1e-6):
+                    super().__init__()
+                    self.eps = eps
+                    self.weight = nn.Parameter(torch.ones(dim))
+
+                def forward(self, x):
+                    variance = x.pow(2).mean(-1, keepdim=True)
+                    return self.weight * (x * torch.rsqrt(variance + self.eps))
+
+            norm = RMSNorm(64).half()
+            """,
+            expected="""
+            import torch
+            import torch.nn as nn
+
+            class RMSNorm(nn.Module):
+                def __init__(self, dim, eps=1e-6):
+                    super().__init__()
+                    self.eps = eps
+                    self.weight = nn.Parameter(torch.ones(dim))
+
+                def forward(self, x):
+                    variance = x.float().pow(2).mean(-1, keepdim=True).type_as(x)
+                    return self.weight * (x * torch.rsqrt(variance + self.eps))
+
+            norm = RMSNorm(64).half()
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            x = torch.randn(1000, 64).half()
+            total = x.sum(0)
+            """,
+            expected="""
+            import torch
+            x = torch.randn(1000, 64).half()
+            total = x.sum(0, dtype=torch.float32)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            x = torch.randn(8, 64, dtype=torch.float16)
+            v = x.var(-1)
+            """,
+            expected="""
+            import torch
+            x = torch.randn(8, 64, dtype=torch.float16)
+            v = x.float().var(-1).type_as(x)
+            """,
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        prec = self.ctx.analyses["precision"]
+        found = self._reduction(node)
+        if found is None:
+            return
+        op, source, form = found
+        if find_arg(node, "dtype") is not None:
+            return
+        squared = squared_base(source)
+        if op == "sum" and _is_exp(source):
+            return  # hand-written softmax: AMP204 reports the exp
+        values = prec.value(source)
+
+        def decide(context, i):
+            d = values[i]
+            if not is_half(d):
+                return None
+            if cuda_autocast(context) and op in _CUDA_FP32:
+                return None
+            what = "mean of squares" if squared is not None else f"`{op}`"
+            return f"{what} computed {where(context, d)}; it overflows above 65504 - compute it in float32"
+
+        messages = per_context(prec, decide)
+        if any(messages):
+            prec.report_when(self, node, messages, fix=self._fix(node, op, source, squared, form))
+
+    def _reduction(self, node: cst.Call) -> Optional[Tuple[str, cst.BaseExpression, str]]:
+        qualified = self.ctx.qualify(node.func)
+        if qualified in _TORCH and node.args:
+            return _TORCH[qualified], node.args[0].value, "function"
+        if isinstance(node.func, cst.Attribute) and qualified is None:
+            op = node.func.attr.value
+            receiver = tensor_receiver(self.ctx.analyses["precision"], node.func)
+            if op in opdata.REDUCTIONS and receiver is not None:
+                return op, receiver, "method"
+        return None
+
+    def _fix(self, node: cst.Call, op: str, source: cst.BaseExpression, squared, form: str) -> Optional[CstFix]:
+        fix = CstFix("Compute the reduction in float32", Applicability.UNSAFE)
+        base_expr = squared if squared is not None else source
+        if squared is None and opdata.REDUCTIONS.get(op) and form == "method":
+            f32, imports = torch_ref(self.ctx, "torch.float32")
+            fix.add_imports = imports
+            fix.replace(node, codegen.call(node.func, list(node.args) + [codegen.keyword("dtype", f32)], like=node))
+            return fix
+        if not is_simple(base_expr):
+            return None
+        back = cst.parse_expression(self.ctx.code(base_expr))
+
+        def rewrite(updated: cst.Call) -> cst.BaseExpression:
+            return method_call(updated, "type_as", [cst.Arg(back)])
+
+        fix.replace(base_expr, method_call(base_expr, "float"))
+        fix.replace(node, rewrite)
+        return fix

@@ -1,0 +1,15 @@
+"""Embedding L2-normalisation written as x / x.norm() in a .half() projection head."""
+import torch.nn as nn
+
+
+class ProjectionHead(nn.Module):
+    def __init__(self, in_dim=2048, out_dim=256):
+        super().__init__()
+        self.mlp = nn.Sequential(nn.Linear(in_dim, in_dim), nn.ReLU(), nn.Linear(in_dim, out_dim))
+
+    def forward(self, x):
+        z = self.mlp(x)
+        return z / z.norm(dim=-1, keepdim=True)  # expect: AMP203
+
+
+head = ProjectionHead().cuda().half()

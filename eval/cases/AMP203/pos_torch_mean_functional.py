@@ -1,0 +1,6 @@
+"""torch.mean / torch.sum (functional forms) on a tensor cast with .to(torch.float16)."""
+import torch
+
+acts = torch.randn(64, 4096).to(torch.float16)
+channel_mean = torch.mean(acts, dim=0)  # expect: AMP203
+channel_energy = torch.sum(acts * acts, dim=0)  # expect: AMP203

@@ -1,0 +1,17 @@
+"""torch.finfo(scores.dtype).min - the fix; fits whatever scores' dtype is."""
+import torch
+import torch.nn as nn
+
+
+class Attention(nn.Module):
+    def __init__(self, d=512):
+        super().__init__()
+        self.qk = nn.Linear(d, 2 * d)
+
+    def forward(self, x, mask):
+        q, k = self.qk(x).chunk(2, -1)
+        scores = q @ k.transpose(-1, -2)
+        return scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+
+
+attn = Attention().half()

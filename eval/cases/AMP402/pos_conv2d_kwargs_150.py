@@ -1,0 +1,8 @@
+"""Keyword arguments: out_channels=150 (ADE20K has 150 classes)."""
+import torch.nn as nn
+
+
+class SegHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.classifier = nn.Conv2d(in_channels=512, out_channels=150, kernel_size=1)  # expect: AMP402

@@ -1,0 +1,8 @@
+"""GloVe 300-d inputs into an MLP: in_features 300."""
+import torch.nn as nn
+
+mlp = nn.Sequential(
+    nn.Linear(300, 1024),  # expect: AMP402
+    nn.ReLU(),
+    nn.Linear(1024, 1024),
+)

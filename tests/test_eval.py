@@ -1,0 +1,61 @@
+"""The labelled evaluation set (eval/cases) meets the precision/recall targets of the numerics rules."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SCORE = ROOT / "eval" / "score.py"
+CODES = ("AMP201", "AMP202", "AMP203", "AMP204", "AMP301", "AMP302", "AMP303")
+PRECISION_TARGET = 0.95
+RECALL_TARGET = 0.90
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("amp_lint_eval_score", SCORE)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+@pytest.fixture(scope="module")
+def scores():
+    score = _load()
+    if not list((ROOT / "eval" / "cases").glob("AMP*/*.py")):
+        pytest.fail("eval/cases is empty")
+    return score.score(list(CODES)), score
+
+
+def test_every_rule_has_positive_and_safe_cases():
+    cases = ROOT / "eval" / "cases"
+    for code in CODES:
+        names = [p.name for p in (cases / code).glob("*.py")]
+        assert any(n.startswith("pos_") for n in names), code
+        assert any(n.startswith("safe_") for n in names), code
+
+
+@pytest.mark.parametrize("code", CODES)
+def test_rule_meets_targets(scores, code):
+    table, score = scores
+    s = table[code]
+    detail = score.report({code: s})
+    assert s.tp, f"{code}: no true positives\n{detail}"
+    assert s.precision >= PRECISION_TARGET, detail
+    assert s.recall >= RECALL_TARGET, detail
+
+
+def test_expect_markers_are_parsed():
+    score = _load()
+    text = "x = 1\ny = f(x)  # expect: AMP201, AMP203\n"
+    assert score.expectations(text) == {("AMP201", 2), ("AMP203", 2)}
+
+
+def test_safe_cases_have_no_markers_for_their_rule():
+    score = _load()
+    for path in (ROOT / "eval" / "cases").glob("AMP*/safe_*.py"):
+        own = path.parent.name
+        assert not any(code == own for code, _ in score.expectations(path.read_text())), path
