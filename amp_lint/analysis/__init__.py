@@ -4,5 +4,7 @@ Each has a ``key``; a rule lists the keys it needs in ``requires`` and reads the
 ``ctx.analyses[key]``.
 """
 from amp_lint.analysis.constants import ConstantTable
+from amp_lint.analysis.precision import PrecisionAnalysis
+from amp_lint.analysis.training_loop import TrainingLoops
 
-ANALYSES = [ConstantTable]
+ANALYSES = [ConstantTable, TrainingLoops, PrecisionAnalysis]

@@ -74,3 +74,8 @@ HALF_METHODS: Dict[str, str] = {"half": "float16", "bfloat16": "bfloat16"}
 #: O1: patch functions to cast (== autocast fp16); O2: fp16 model + fp32 master weights
 #: (== fp32 model + autocast fp16); O3: pure fp16 (no master weights; native AMP is the fix).
 APEX_OPT_LEVELS: Dict[str, Optional[str]] = {"O0": None, "O1": "float16", "O2": "float16", "O3": "float16"}
+
+#: Layers with no float16 *training* kernel under CPU autocast: the migrated script would crash
+#: when run with device "cpu" (torch 2.13.0+cpu, oneDNN v3.12: "could not create a primitive
+#: descriptor for the LSTM forward propagation primitive"; see fixtures/training/lstm_tagger.py).
+CPU_FP16_AUTOCAST_TRAINING_UNSUPPORTED: FrozenSet[str] = frozenset({"torch.nn.LSTM"})

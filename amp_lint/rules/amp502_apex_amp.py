@@ -4,7 +4,8 @@ from __future__ import annotations
 import libcst as cst
 
 from amp_lint.data.deprecations import APEX_AMP_APIS
-from amp_lint.findings import Severity
+from amp_lint.data.training import APEX_OPT_LEVELS
+from amp_lint.findings import Applicability, Severity
 from amp_lint.rules.base import Invalid, Rule, Valid
 
 
@@ -13,7 +14,9 @@ class ApexAmp(Rule):
     name = "apex-amp"
     severity = Severity.MIGRATION
     summary = "NVIDIA apex mixed precision (removed from apex in 2025)"
+    fix_applicability = Applicability.UNSAFE
     tokens = ("apex",)
+    requires = ("training",)
     docs = """
     ## What it does
     Finds uses of `apex.amp` (`initialize`, `scale_loss`, `master_params`, ...),
@@ -26,7 +29,18 @@ class ApexAmp(Rule):
     GradScaler) and `torch.nn.parallel.DistributedDataParallel` replace them.
 
     ## Fix safety
-    No automatic fix yet: the message says what to use instead.
+    The fix is unsafe (numerics change: apex O1 patched functions, autocast uses its own op
+    lists) and offered when the whole `apex.amp` use of the file sits in one recognised training
+    loop. It migrates to native AMP in one edit: `amp.initialize(...)` is removed (model and
+    optimizer are kept as they are, in fp32), forward + loss are wrapped in
+    `torch.autocast(device_type=<device>.type, dtype=torch.float16)` (`opt_level` O1, O2 and O3
+    all become fp16 autocast with fp32 weights; O0 is not migrated), one `torch.amp.GradScaler`
+    is created after the optimizer, `with amp.scale_loss(loss, opt) as s: s.backward()` becomes
+    `scaler.scale(loss).backward()`, `optimizer.step()` becomes `scaler.step(optimizer)` +
+    `scaler.update()`, `amp.master_params(opt)` becomes the model's `parameters()` after a
+    `scaler.unscale_(opt)`, and the apex imports are removed. `amp.state_dict()`,
+    `FP16_Optimizer` and `apex.parallel` are reported without a fix (the message says what to
+    use instead). apex's `loss_scale=` option is not carried over (GradScaler is dynamic).
 
     ## References
     - https://github.com/NVIDIA/apex/pull/1896
@@ -57,6 +71,42 @@ class ApexAmp(Rule):
                 scaled_loss.backward()
             """,
             count=2,
+        ),
+        Invalid(
+            """
+            import torch
+            from apex import amp
+
+            device = torch.device("cuda")
+            model = Net().to(device)
+            optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+            model, optimizer = amp.initialize(model, optimizer, opt_level="O1")
+            for x, y in loader:
+                optimizer.zero_grad()
+                loss = loss_fn(model(x.to(device)), y.to(device))
+                with amp.scale_loss(loss, optimizer) as scaled_loss:
+                    scaled_loss.backward()
+                torch.nn.utils.clip_grad_norm_(amp.master_params(optimizer), 1.0)
+                optimizer.step()
+            """,
+            expected="""
+            import torch
+
+            device = torch.device("cuda")
+            model = Net().to(device)
+            optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+            scaler = torch.amp.GradScaler(device.type)
+            for x, y in loader:
+                optimizer.zero_grad()
+                with torch.autocast(device_type=device.type, dtype=torch.float16):
+                    loss = loss_fn(model(x.to(device)), y.to(device))
+                scaler.scale(loss).backward()
+                scaler.unscale_(optimizer)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                scaler.step(optimizer)
+                scaler.update()
+            """,
+            count=3,
         ),
         Invalid(
             """
@@ -94,6 +144,7 @@ class ApexAmp(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self.imports = []
+        self.pending = []
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self._check(node)
@@ -113,7 +164,7 @@ class ApexAmp(Rule):
         if qualified not in APEX_AMP_APIS:
             return
         target = parent if isinstance(parent, cst.Call) and parent.func is node else node
-        self.report(target, f"`{qualified}` was removed from NVIDIA apex; {APEX_AMP_APIS[qualified]}")
+        self.pending.append((target, qualified))
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         self.imports.append(node)
@@ -122,8 +173,31 @@ class ApexAmp(Rule):
         self.imports.append(node)
 
     def finish(self) -> None:
+        fix, reason = self._migration()
+        for target, qualified in self.pending:
+            message = f"`{qualified}` was removed from NVIDIA apex; {APEX_AMP_APIS[qualified]}"
+            in_amp = qualified.startswith("apex.amp")
+            if in_amp and fix is None and reason:
+                message += f" (not migrated automatically: {reason})"
+            self.report(target, message, fix=fix if in_amp else None)
         names = self.ctx.names
         for stmt in self.imports:
             for binding in names.bindings_for_statement(stmt):
                 if binding.qualified.startswith("apex.") and binding.qualified in APEX_AMP_APIS and names.uses[binding.local] == 0:
                     self.report(stmt, f"Unused import of `{binding.qualified}`, removed from NVIDIA apex")
+
+    def _migration(self):
+        """The one fix migrating the file's apex loop to torch.amp, or (None, why not)."""
+        if not any(q.startswith("apex.amp") for _, q in self.pending):
+            return None, ""
+        if any(not q.startswith("apex.amp") for _, q in self.pending):
+            return None, "the file also uses other apex APIs; migrate those first"
+        training = self.ctx.analyses["training"]
+        loops = [loop for loop in training.loops if loop.apex_with is not None]
+        if len(loops) != 1:
+            return None, "no single training loop with `amp.scale_loss` was recognised"
+        levels = {APEX_OPT_LEVELS.get(level, "float16") for level in training.apex_opt_levels()}
+        if None in levels:
+            return None, "`opt_level=\"O0\"` is plain fp32; remove apex and keep `loss.backward()`"
+        return training.migration(loops[0], title="Migrate apex.amp to torch.amp (autocast fp16 + GradScaler)",
+                                  apex=True)

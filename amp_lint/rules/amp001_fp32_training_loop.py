@@ -1,0 +1,155 @@
+"""AMP001 fp32-training-loop."""
+from __future__ import annotations
+
+from amp_lint.findings import Applicability, Severity
+from amp_lint.rules.base import Invalid, Rule, Valid
+
+
+class Fp32TrainingLoop(Rule):
+    code = "AMP001"
+    name = "fp32-training-loop"
+    severity = Severity.MIGRATION
+    summary = "Training loop without mixed precision"
+    fix_applicability = Applicability.UNSAFE
+    tokens = ("backward",)
+    requires = ("training",)
+    docs = """
+    ## What it does
+    Finds training loops (forward, loss, `.backward()`, `optimizer.step()`, in a `for`/`while`
+    loop or a training-step function) in a file with no mixed precision anywhere: no autocast,
+    no GradScaler, no half-precision casts, no apex or DeepSpeed.
+
+    ## Why is this bad?
+    On GPUs with Tensor Cores, fp16 autocast runs matmuls and convolutions several times faster
+    than fp32 and halves activation memory; a GradScaler keeps small fp16 gradients from
+    flushing to zero. Adding both is the standard recipe (PyTorch "Automatic Mixed Precision
+    examples").
+
+    ## Fix safety
+    The fix is unsafe: it changes the numerics of training. It wraps the forward and loss
+    statements (only those) in `torch.autocast(device_type=<device>.type, dtype=torch.float16)`,
+    where `<device>` is the script's own device (`device = torch.device(...)`, `args.device`,
+    `.cuda()`), creates one `torch.amp.GradScaler` right after the optimizer (threading it into a
+    `train_one_epoch(...)`-style function through a new parameter, or at the loop function's
+    start when the optimizer comes from elsewhere), and rewrites `loss.backward()` to
+    `scaler.scale(loss).backward()`, `optimizer.step()` to `scaler.step(optimizer)` +
+    `scaler.update()`, with `scaler.unscale_(optimizer)` before gradient clipping. In a
+    gradient-accumulation loop the unscale/step/update stay where the step was, so they run only
+    on stepping iterations. All edits apply together or not at all; when the loop shape is not
+    recognised, the finding says what to do and nothing is changed. Models whose layers have no
+    fp16 kernel on the target device (for instance `nn.LSTM` under CPU fp16 autocast in torch
+    2.13) need checking by hand.
+
+    ## References
+    - https://pytorch.org/docs/stable/notes/amp_examples.html
+    - https://pytorch.org/docs/stable/amp.html
+    """
+    VALID = [
+        Valid("""
+        import torch
+        scaler = torch.amp.GradScaler("cuda")
+        for x, y in loader:
+            opt.zero_grad()
+            with torch.autocast(device_type="cuda", dtype=torch.float16):
+                loss = loss_fn(model(x), y)
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        """),
+        Valid("""
+        import torch
+        x.requires_grad_()
+        loss = model(x).sum()
+        loss.backward()
+        saliency = x.grad.abs()
+        """),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+
+            device = torch.device("cuda")
+            model = Net().to(device)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                x, y = x.to(device), y.to(device)
+                optimizer.zero_grad()
+                logits = model(x)
+                loss = loss_fn(logits, y)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                optimizer.step()
+            """,
+            expected="""
+            import torch
+
+            device = torch.device("cuda")
+            model = Net().to(device)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            scaler = torch.amp.GradScaler(device.type)
+            for x, y in loader:
+                x, y = x.to(device), y.to(device)
+                optimizer.zero_grad()
+                with torch.autocast(device_type=device.type, dtype=torch.float16):
+                    logits = model(x)
+                    loss = loss_fn(logits, y)
+                scaler.scale(loss).backward()
+                scaler.unscale_(optimizer)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                scaler.step(optimizer)
+                scaler.update()
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+
+            def train(model, loader, optimizer, accum=4):
+                for i, (x, y) in enumerate(loader):
+                    loss = model(x.cuda(), y.cuda()) / accum
+                    loss.backward()
+                    if (i + 1) % accum == 0:
+                        optimizer.step()
+                        optimizer.zero_grad()
+            """,
+            expected="""
+            import torch
+
+            def train(model, loader, optimizer, accum=4):
+                scaler = torch.amp.GradScaler("cuda")
+                for i, (x, y) in enumerate(loader):
+                    with torch.autocast(device_type="cuda", dtype=torch.float16):
+                        loss = model(x.cuda(), y.cuda()) / accum
+                    scaler.scale(loss).backward()
+                    if (i + 1) % accum == 0:
+                        scaler.step(optimizer)
+                        scaler.update()
+                        optimizer.zero_grad()
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+
+            for x, y in loader:
+                optimizer.zero_grad()
+                loss = model(x, y)
+                metrics.log(loss)
+                if loss.isfinite():
+                    loss.backward()
+                    optimizer.step()
+            """,
+        ),
+    ]
+
+    def finish(self) -> None:
+        training = self.ctx.analyses["training"]
+        if training.has_mixed_precision:
+            return
+        for loop in training.loops:
+            fix, reason = training.migration(loop, title="Migrate the loop to torch.amp (autocast fp16 + GradScaler)")
+            message = "Training loop runs in fp32; use `torch.autocast(dtype=torch.float16)` around forward+loss and a `torch.amp.GradScaler`"
+            if fix is None:
+                message += f" (not migrated automatically: {reason})"
+            self.report(loop.backward, message, fix=fix)
