@@ -101,6 +101,15 @@ def enclosing(stack: Stack, *types: type) -> Optional[cst.CSTNode]:
     return None
 
 
+def exclusive_branches(a: Stack, b: Stack) -> bool:
+    """True when ``a`` and ``b`` lie in different branches of one ``if``/``else``: never both run."""
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x is not y:
+            parent = a[i - 1] if i else None
+            return isinstance(parent, cst.If) and {id(x), id(y)} == {id(parent.body), id(parent.orelse)}
+    return False
+
+
 def is_within(stack: Stack, node: cst.CSTNode) -> bool:
     return any(n is node for n in stack)
 
@@ -196,6 +205,7 @@ class TrainingLoops:
         self.models: Set[str] = set()
         self.casts: List[HalfCast] = []
         self.autocasts: List[AutocastRegion] = []
+        self.amp_references = 0
         self.apex_calls: List[Site] = []
         self.apex_refs: List[Tuple[cst.CSTNode, Stack]] = []
         self.cuda_calls = 0
@@ -297,6 +307,12 @@ class TrainingLoops:
             self.apex_calls.append(Site(node, tuple(ctx.stack)))
         if qualified in GRAD_SCALERS:
             self.scalers.append(Site(node, tuple(ctx.stack)))
+        if qualified in AUTOCASTS or any(
+            (ctx.qualify(a.value) or "") in AUTOCASTS or (ctx.qualify(a.value) or "") in GRAD_SCALERS
+            for a in node.args if isinstance(a.value, (cst.Name, cst.Attribute))
+        ) or (func_name is not None and "scaler" in func_name.lower()):
+            # ``ctx = torch.amp.autocast(...)``, ``partial(torch.autocast, ...)``, ``loss_scaler(loss, opt)``
+            self.amp_references += 1
         if qualified in ENGINE_INITIALIZERS:
             self.engines = True
         if qualified in CPU_FP16_AUTOCAST_TRAINING_UNSUPPORTED:
@@ -414,7 +430,10 @@ class TrainingLoops:
         loop_node = container if isinstance(container, (cst.For, cst.While)) else None
         scope = container if container is not None else self.ctx.module
         where = self.pos(call)
-        after = lambda s: self._inside(s, scope) and self.pos(s.node) > where  # noqa: E731
+        def after(s: Site) -> bool:
+            return (self._inside(s, scope) and self.pos(s.node) > where
+                    and not exclusive_branches(s.stack, site.stack))
+
         steps = [s for s in self.steps if after(s) and not s.node.args and self.is_optimizer(dotted_name(receiver(s.node)))]
         scaler_steps = [s for s in self.steps if after(s) and len(s.node.args) == 1
                         and dotted_name(receiver(s.node)) in self._scaler_like()]
@@ -467,6 +486,7 @@ class TrainingLoops:
     @property
     def has_mixed_precision(self) -> bool:
         return bool(self.autocasts or self.scalers or self.casts or self.apex_calls or self.engines
+                    or self.amp_references
                     or any(o.kind == "master" for o in self.optimizers.values()))
 
     def model_casts(self) -> List[HalfCast]:

@@ -66,11 +66,13 @@ class NormOrReductionInFp16(Rule):
     docs = """
     ## What it does
     Finds hand-written normalisation statistics and reductions on float16/bfloat16 values where
-    nothing upcasts them: `x.pow(2).mean(-1)` (RMSNorm), `mean`/`var`/`std`, `sum`/`cumsum`, `x.norm()`,
+    nothing upcasts them: `x.pow(2).mean(-1)` (RMSNorm), `var`/`std`, `sum`/`cumsum`, `x.norm()`,
     `torch.norm`/`torch.linalg.vector_norm`, in a module cast wholesale to half or on tensors cast
-    to half, and under autocast where autocast leaves the op in fp16 (`mean`/`var`/`std` on CUDA;
-    all of them on CPU). The native `nn.LayerNorm`/`F.layer_norm`/`group_norm`/`rms_norm` are not
-    reported: their kernels keep statistics and eps in float32.
+    to half, and under autocast where autocast leaves the op in fp16 (`var`/`std` and means of
+    squares on CUDA; all of them on CPU). The native `nn.LayerNorm`/`F.layer_norm`/`group_norm`/
+    `rms_norm` are not reported: their kernels keep statistics and eps in float32. A plain `mean`
+    is not reported either: its kernels accumulate in float32 and the result cannot exceed the
+    largest input (`torch.ones(100000).half().mean()` is 1.0 while `.sum()` is `inf`).
 
     ## Why is this bad?
     `x.pow(2)` overflows float16 for abs(x) >= 256, so one "massive activation" channel makes the
@@ -182,6 +184,8 @@ class NormOrReductionInFp16(Rule):
         if find_arg(node, "dtype") is not None:
             return
         squared = squared_base(source)
+        if op == "mean" and squared is None:
+            return  # a plain mean accumulates in fp32 and cannot exceed its largest input (reference §1)
         if op == "sum" and _is_exp(source):
             return  # hand-written softmax: AMP204 reports the exp
         values = prec.value(source)
