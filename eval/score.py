@@ -107,7 +107,7 @@ def report(scores: Dict[str, RuleScore], quiet: bool = False) -> str:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rules", default="AMP2,AMP3", help="comma-separated codes or prefixes (default AMP2,AMP3)")
+    parser.add_argument("--rules", default="AMP2,AMP3,AMP4", help="comma-separated codes or prefixes (default AMP2,AMP3,AMP4)")
     parser.add_argument("--preview", action="store_true", help="also count low-confidence findings")
     parser.add_argument("--quiet", action="store_true", help="only the table")
     args = parser.parse_args(argv)

@@ -1,4 +1,4 @@
-"""The labelled evaluation set (eval/cases) meets the precision/recall targets of the numerics rules."""
+"""The labelled evaluation set (eval/cases) meets the precision/recall targets of the numerics and tensor-core rules."""
 from __future__ import annotations
 
 import importlib.util
@@ -9,7 +9,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SCORE = ROOT / "eval" / "score.py"
-CODES = ("AMP201", "AMP202", "AMP203", "AMP204", "AMP301", "AMP302", "AMP303")
+CODES = ("AMP201", "AMP202", "AMP203", "AMP204", "AMP301", "AMP302", "AMP303", "AMP401", "AMP402")
 PRECISION_TARGET = 0.95
 RECALL_TARGET = 0.90
 

@@ -62,6 +62,9 @@ class ConstantTable:
                 self.attr_defs.setdefault(target.value, []).append(value)
             elif not in_function:
                 self.module_defs.setdefault(target.value, []).append(value)
+            else:
+                # a local ``vocab_size = 8003``: visible to later code of the function, like a default
+                self.param_defaults[-1][target.value] = value
         elif isinstance(target, cst.Attribute):
             # ``self.vocab_size = vocab_size`` in __init__: an attribute default through the param;
             # any other ``x.vocab_size = <expr>`` is one more definition (unknown ones make it ambiguous).

@@ -1,7 +1,7 @@
 """AMP401 unpadded-vocab."""
 from __future__ import annotations
 
-from typing import List
+from typing import List, Set
 
 import libcst as cst
 
@@ -9,7 +9,29 @@ from amp_lint.data.tensor_cores import ALIGNMENT, EMBEDDING, SUGGESTED_VOCAB_MUL
 from amp_lint.engine.fixes import CstFix
 from amp_lint.findings import Applicability, Severity
 from amp_lint.rules._layers import LayerDim, is_vocab_dim, layer_dims, resolve
+from amp_lint.engine.names import dotted_name
 from amp_lint.rules.base import Invalid, Rule, Valid
+
+_PROJECTIONS = ("torch.nn.functional.linear", "torch.matmul", "torch.mm", "torch.einsum")
+
+
+def _weight_owners(expr: cst.BaseExpression) -> Set[str]:
+    """``self.emb`` for ``self.emb.weight``, also through ``.T``, ``.t()``, ``transpose(...)``."""
+    owners: Set[str] = set()
+    todo = [expr]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, cst.Attribute):
+            if node.attr.value == "weight":
+                owner = dotted_name(node.value)
+                if owner:
+                    owners.add(owner)
+            else:
+                todo.append(node.value)
+        elif isinstance(node, cst.Call):
+            todo.append(node.func)
+            todo.extend(a.value for a in node.args)
+    return owners
 
 
 class UnpaddedVocab(Rule):
@@ -18,7 +40,7 @@ class UnpaddedVocab(Rule):
     severity = Severity.PERF
     summary = "Vocabulary-sized GEMM dimension not a multiple of 8"
     fix_applicability = Applicability.UNSAFE
-    tokens = ("Linear", "Embedding")
+    tokens = ("Linear", "Embedding")  # a tied embedding is always an nn.Embedding
     requires = ("constants",)
     docs = """
     ## What it does
@@ -138,26 +160,48 @@ class UnpaddedVocab(Rule):
                     return F.linear(h, self.embed.weight)
             """,
         ),
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+            class TextDecoder(nn.Module):
+                def __init__(self, n_state=512):
+                    super().__init__()
+                    self.token_embedding = nn.Embedding(51865, n_state)
+                def forward(self, x):
+                    return x @ torch.transpose(self.token_embedding.weight, 0, 1)
+            """,
+        ),
     ]
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self.heads: List[LayerDim] = []
         self.embeddings: List[LayerDim] = []
-        self.tied = False
+        #: owners whose ``.weight`` serves as an output projection (``F.linear(h, emb.weight)``,
+        #: ``h @ emb.weight.T``, ``head.weight = emb.weight``)
+        self.tied: Set[str] = set()
 
     def visit_Call(self, node: cst.Call) -> None:
         for dim in layer_dims(self.ctx, node):
-            if is_vocab_dim(self.ctx, dim):
-                (self.embeddings if dim.layer == EMBEDDING else self.heads).append(dim)
-        if self.ctx.qualify(node.func) == "torch.nn.functional.linear" and len(node.args) > 1:
-            if self.ctx.code(node.args[1].value).endswith(".weight"):
-                self.tied = True
+            if dim.layer == EMBEDDING:
+                self.embeddings.append(dim)
+            elif is_vocab_dim(self.ctx, dim):
+                self.heads.append(dim)
+        qualified = self.ctx.qualify(node.func)
+        if qualified in _PROJECTIONS:
+            for arg in node.args[1:] if qualified == "torch.nn.functional.linear" else node.args:
+                self.tied.update(_weight_owners(arg.value))
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if isinstance(node.operator, cst.MatrixMultiply):
+            self.tied.update(_weight_owners(node.right))
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        target = self.ctx.code(node.targets[0].target)
-        if target.endswith(".weight") and self.ctx.code(node.value).endswith(".weight"):
-            self.tied = True
+        target = dotted_name(node.targets[0].target) or ""
+        value = dotted_name(node.value) or ""
+        if target.endswith(".weight") and value.endswith(".weight"):
+            self.tied.update({target[: -len(".weight")], value[: -len(".weight")]})
 
     def finish(self) -> None:
         head_sizes = set()
@@ -165,11 +209,13 @@ class UnpaddedVocab(Rule):
             value = self._check(dim, "LM-head")
             if value is not None:
                 head_sizes.add(value)
-        if self.tied:
-            for dim in self.embeddings:
-                resolved = resolve(self.ctx, dim)
-                if resolved is not None and resolved[0] not in head_sizes and not self.heads:
-                    self._check(dim, "tied embedding")
+        for dim in self.embeddings:
+            tied = dim.target in self.tied or (bool(self.tied) and is_vocab_dim(self.ctx, dim))
+            if not tied or dim.role != "in":
+                continue
+            resolved = resolve(self.ctx, dim)
+            if resolved is not None and resolved[0] not in head_sizes:
+                self._check(dim, "tied embedding")
 
     def _check(self, dim: LayerDim, what: str):
         resolved = resolve(self.ctx, dim)
