@@ -924,13 +924,7 @@ class PrecisionAnalysis:
         }
 
     def add_entry(self, key: str, index: int, conditional: bool, low: bool) -> bool:
-        table = self.entries.setdefault(key, {})
-        old = table.get(index)
-        new = (conditional, low) if old is None else (old[0] and conditional, old[1] and low)
-        if new != old:
-            table[index] = new
-            return True
-        return False
+        return merge_entry(self.entries.setdefault(key, {}), index, conditional, low)
 
     def _resolve_entries(self) -> None:
         for key in self.functions:
@@ -1239,6 +1233,20 @@ def tensor_receiver(prec: "PrecisionAnalysis", func: cst.BaseExpression) -> Opti
 
 
 import re as _re
+
+
+def merge_entry(table: Dict[int, Tuple[bool, bool]], index: int, conditional: bool, low: bool) -> bool:
+    """Record that context ``index`` can reach a function; True when that changed ``table``.
+
+    A context reached both conditionally and unconditionally (or with low and high confidence)
+    keeps the stronger claim.
+    """
+    old = table.get(index)
+    new = (conditional, low) if old is None else (old[0] and conditional, old[1] and low)
+    if new == old:
+        return False
+    table[index] = new
+    return True
 
 _MODULE_METHODS = frozenset({
     "weight", "bias", "half", "float", "double", "bfloat16", "to", "type", "cuda", "cpu", "eval", "train", "forward",

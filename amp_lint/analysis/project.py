@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 #: Order in which a finding picks its context (same as the analysis: pure casts first).
-from amp_lint.analysis.precision import PRIORITY
+from amp_lint.analysis.precision import PRIORITY, merge_entry
 
 ClassKey = Tuple[str, str]  # (module dotted name, class name)
 
@@ -125,13 +125,7 @@ class ProjectIndex:
 
     # -- propagation ------------------------------------------------------------------------
     def add_entry(self, key: ClassKey, index: int, conditional: bool, low: bool) -> bool:
-        table = self.entries.setdefault(key, {})
-        old = table.get(index)
-        new = (conditional, low) if old is None else (old[0] and conditional, old[1] and low)
-        if new != old:
-            table[index] = new
-            return True
-        return False
+        return merge_entry(self.entries.setdefault(key, {}), index, conditional, low)
 
     def propagate(self) -> None:
         for module, summary in self.modules.items():
