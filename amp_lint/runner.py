@@ -8,7 +8,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, TextIO, Tuple, Type
+from typing import Any, Callable, Dict, List, Optional, Sequence, TextIO, Tuple, Type
 
 from amp_lint.cache import Cache, content_digest
 from amp_lint.config import Settings, enabled_codes, ignored_for_path
@@ -31,6 +31,8 @@ class RunOptions:
     cache: bool = False
     #: Draw a progress bar on stderr (only if it is a terminal and the run is large).
     progress: bool = False
+    #: Cross-file contexts for the files being fixed (set by :func:`run` between its phases).
+    project: Any = None
 
     @property
     def keep_source(self) -> bool:
@@ -79,12 +81,12 @@ def process_source(source: SourceFile, selection: Selection, options: RunOptions
     report = FileReport(path=source.path, source=source)
     text = source.text
     if options.fix or options.diff:
-        new_text, report.fixed = fix_text(source.path, text, settings, rules)
+        new_text, report.fixed = fix_text(source.path, text, settings, rules, project=options.project)
         if new_text != text:
             report.new_text = new_text
             text = new_text
     report.findings = lint_text(source.path, text, settings, rules, syntax_check=syntax,
-                                want_edits=options.want_edits)
+                                want_edits=options.want_edits, project=options.project)
     return report
 
 
@@ -289,6 +291,32 @@ def _entry_key(path: str, root: str) -> Tuple[str, str]:
 
 
 def run(paths: Sequence[str], selection: Selection, options: RunOptions) -> List[FileReport]:
+    """Reports for ``paths`` in order, with the project's cross-file findings resolved.
+
+    ``fix``/``--diff`` run in two phases: a check of every file (cached) gives the cross-file
+    contexts; then only the files with something fixable are fixed, each seeing those contexts,
+    so a hazard in ``model.py`` that ``train.py``'s ``.half()`` causes is fixed too.
+    """
+    if not (options.fix or options.diff) or options.project is not None:
+        return resolve_project(_run_files(paths, selection, options), selection.settings)
+    from amp_lint.analysis.project import project_context
+
+    settings = selection.settings
+    checked = run(paths, selection, dataclasses.replace(options, fix=False, diff=False))
+    wanted = [
+        i for i, report in enumerate(checked)
+        if report.error is None and any(f.fixable(settings.unsafe_fixes) for f in report.findings)
+    ]
+    if not wanted:
+        return checked
+    context = project_context(checked, settings.project_root)
+    fixing = dataclasses.replace(options, project=context, cache=False)
+    for i, report in zip(wanted, _run_files([paths[i] for i in wanted], selection, fixing)):
+        checked[i] = report
+    return checked
+
+
+def _run_files(paths: Sequence[str], selection: Selection, options: RunOptions) -> List[FileReport]:
     """Reports for ``paths`` in order: cached where the file and configuration are unchanged,
     the rest analysed in ``options.jobs`` worker processes (or in-process for small runs)."""
     settings = selection.settings
@@ -330,7 +358,7 @@ def run(paths: Sequence[str], selection: Selection, options: RunOptions) -> List
             progress.close()
     if cache is not None:
         cache.save(present=keys.values())
-    return resolve_project([r for r in reports if r is not None], settings)
+    return [r for r in reports if r is not None]
 
 
 # -- project phase: cross-file precision contexts (amp_lint/analysis/project.py) ----------------

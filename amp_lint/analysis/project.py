@@ -156,6 +156,41 @@ class ProjectIndex:
                         changed |= self.add_entry(kid, index, cond, low)
 
 
+def build_index(summaries: Sequence[Tuple[object, Optional[dict]]], root: str) -> Tuple[ProjectIndex, Dict[int, str]]:
+    """The propagated index of (report, summary) pairs, and each report's module name."""
+    index = ProjectIndex()
+    where: Dict[int, str] = {}
+    for report, summary in summaries:
+        if summary is None:
+            continue
+        module, is_package = module_name(report.path, root)  # type: ignore[attr-defined]
+        index.add(module, is_package, summary)
+        where[id(report)] = module
+    index.propagate()
+    return index, where
+
+
+@dataclasses.dataclass
+class ProjectContext:
+    """What the other files of the project say about each module's classes: handed to the
+    analysis of a file being fixed (``ctx.project``), so cross-file findings get their fixes."""
+
+    root: str
+    entries: Dict[str, Dict[str, Dict[int, Tuple[bool, bool]]]]  # module -> class -> contexts
+
+    def entries_for(self, path: str) -> Dict[str, Dict[int, Tuple[bool, bool]]]:
+        return self.entries.get(module_name(path, self.root)[0], {})
+
+
+def project_context(reports: Sequence, root: str) -> ProjectContext:
+    """The cross-file contexts of every class, from checked reports' summaries."""
+    index, _ = build_index([(r, _summary(r)) for r in reports], root)
+    entries: Dict[str, Dict[str, Dict[int, Tuple[bool, bool]]]] = {}
+    for (module, cls), table in index.entries.items():
+        entries.setdefault(module, {})[cls] = dict(table)
+    return ProjectContext(root, entries)
+
+
 def _summary(report) -> Optional[dict]:
     return getattr(getattr(report, "findings", None), "summary", None)
 
@@ -168,15 +203,7 @@ def resolve_project(reports: Sequence, root: str = ".", preview: bool = False) -
     summaries = [(r, _summary(r)) for r in reports]
     if not any(s and s.get("conditional") for _, s in summaries):
         return list(reports)
-    index = ProjectIndex()
-    where: Dict[int, str] = {}
-    for report, summary in summaries:
-        if summary is None:
-            continue
-        module, is_package = module_name(report.path, root)
-        index.add(module, is_package, summary)
-        where[id(report)] = module
-    index.propagate()
+    index, where = build_index(summaries, root)
     for report, summary in summaries:
         if not summary or not summary.get("conditional"):
             continue
