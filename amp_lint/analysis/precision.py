@@ -157,6 +157,7 @@ class Pending:
     fix: object
     low: bool
     labels: List[str] = field(default_factory=list)
+    method: Optional[str] = None  # the class method the finding is in, if any
 
 
 @dataclass
@@ -167,6 +168,7 @@ class Scope:
     class_name: Optional[str] = None
     params: Set[str] = field(default_factory=set)
     ifs: int = 0
+    method: Optional[str] = None
 
 
 class PrecisionAnalysis:
@@ -187,6 +189,8 @@ class PrecisionAnalysis:
         self.entries: Dict[str, Dict[int, Tuple[bool, bool]]] = {"<module>": {0: (False, False)}}
         self.call_edges: List[Tuple[str, str, Optional[Tuple[Context, bool]], bool]] = []
         self.class_seeds: List[Tuple[str, int, bool, bool]] = []  # (class, ctx index, conditional, low)
+        #: class -> method -> methods it calls on ``self`` (what ``forward`` reaches)
+        self.self_calls: Dict[str, Dict[str, Set[str]]] = {}
         self.functions: Set[str] = set()
         self.relative_names: Set[str] = set()
         self.param_defaults: Dict[str, cst.BaseExpression] = {}
@@ -243,7 +247,7 @@ class PrecisionAnalysis:
         else:
             key, cls = "def:" + node.name.value, None
         self.functions.add(key)
-        scope = Scope(key, class_name=cls)
+        scope = Scope(key, class_name=cls, method=node.name.value if in_class else outer.method)
         params = list(node.params.params) + list(node.params.kwonly_params) + list(node.params.posonly_params)
         scope.params = {p.name.value for p in params}
         self.param_defaults = {p.name.value: p.default for p in params if p.default is not None}
@@ -879,6 +883,10 @@ class PrecisionAnalysis:
         self.scope.env[name] = new
 
     def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
+                and self.scope.class_name and self.scope.method):
+            self.self_calls.setdefault(self.scope.class_name, {}).setdefault(self.scope.method, set()).add(func.attr.value)
         # calls of local functions propagate the caller's context to the callee
         if isinstance(node.func, cst.Name) and self.ctx.qualify(node.func) is None:
             name = node.func.value
@@ -900,7 +908,8 @@ class PrecisionAnalysis:
             if message and labels[i] == "FP32":
                 # a half value outside autocast: a tensor cast or created in half precision
                 labels[i] = "PURE_BF16" if "bfloat16" in message.split(";")[0] else "PURE_FP16"
-        pending = Pending(self.scope.key, rule, node, list(messages), fix, low or self.region_low(), labels)
+        pending = Pending(self.scope.key, rule, node, list(messages), fix, low or self.region_low(), labels,
+                          method=self.scope.method if self.scope.class_name == self.scope.key else None)
         if self.resolved:
             self._emit(pending)
         else:
@@ -956,8 +965,24 @@ class PrecisionAnalysis:
                         for idx, (c, low) in list(self.entries.get(name, {}).items()):
                             changed |= self.add_entry(child, idx, c, low)
 
+    def _runs_in_forward(self, cls: str, method: str) -> bool:
+        """Whether ``method`` of ``cls`` is ``forward``/``__call__`` or reached from them through
+        ``self.<method>()`` calls (methods of the class called from outside are uncertain)."""
+        calls = self.self_calls.get(cls, {})
+        reached = {"forward", "__call__"}
+        todo = list(reached)
+        while todo:
+            for callee in calls.get(todo.pop(), ()):
+                if callee not in reached:
+                    reached.add(callee)
+                    todo.append(callee)
+        return method in reached
+
     def _emit(self, pending: Pending) -> None:
         entries = self.entries.get(pending.key, {0: (False, False)})
+        if pending.method is not None and not self._runs_in_forward(pending.key, pending.method):
+            # a method ``forward`` never reaches: the class's cast context is a guess there
+            pending.low = True
         for i in PRIORITY:
             if i in entries and pending.messages[i]:
                 conditional, low = entries[i]

@@ -93,6 +93,23 @@ class NormOrReductionInFp16(Rule):
         Valid("""
         import torch
         import torch.nn as nn
+
+        class Attention(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(64, 64)
+
+            def forward(self, x):
+                return self.proj(x)
+
+            def head_importance(self):  # never reached from forward: reported only with --preview
+                return torch.sum(torch.abs(self.proj.weight), dim=1)
+
+        attn = Attention().half()
+        """),
+        Valid("""
+        import torch
+        import torch.nn as nn
         class Block(nn.Module):
             def __init__(self):
                 super().__init__()
