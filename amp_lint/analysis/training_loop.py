@@ -20,6 +20,7 @@ import libcst as cst
 
 from amp_lint.data.training import (
     APEX_OPT_LEVELS, AUTOCAST_DEFAULT_DTYPE, AUTOCASTS, CLIP_FUNCTIONS, CLIP_METHODS,
+    AUTOCAST_BANNED,
     CPU_FP16_AUTOCAST_TRAINING_UNSUPPORTED,
     ENGINE_INITIALIZERS, GRAD_SCALERS, HALF_DTYPES, HALF_METHODS, MASTER_WEIGHT_WRAPPERS, OPTIMIZERS,
     SCHEDULER_PREFIXES,
@@ -214,6 +215,7 @@ class TrainingLoops:
         self.device_defs: Dict[str, List[Tuple[cst.BaseExpression, Optional[cst.FunctionDef]]]] = {}
         self.engines = False
         self.cpu_unsupported: Set[str] = set()
+        self.autocast_banned: Set[str] = set()
         self._autocast_stack: List[AutocastRegion] = []
         self.loops: List[Loop] = []
         self.unrecognised: List[Tuple[Site, str]] = []
@@ -317,6 +319,8 @@ class TrainingLoops:
             self.engines = True
         if qualified in CPU_FP16_AUTOCAST_TRAINING_UNSUPPORTED:
             self.cpu_unsupported.add(qualified)
+        if qualified in AUTOCAST_BANNED:
+            self.autocast_banned.add(qualified)
         if qualified in CLIP_FUNCTIONS or (name in CLIP_METHODS and not qualified.startswith("torch.")):
             self.clips.append(Site(node, tuple(ctx.stack)))
             return
@@ -704,6 +708,10 @@ class _Migration:
             layers = ", ".join(f"`{q}`" for q in sorted(self.a.cpu_unsupported))
             return None, (f"{layers} has no float16 training kernel under CPU autocast, and this script can run on "
                           f"the CPU; use `torch.autocast(..., enabled={device_loop} == \"cuda\")` or bfloat16 there")
+        if loop.autocast is None and self.a.autocast_banned and device_loop != '"cpu"':
+            banned = ", ".join(f"`{q}`" for q in sorted(self.a.autocast_banned))
+            return None, (f"{banned} raises under CUDA autocast; use `binary_cross_entropy_with_logits` / "
+                          f"`nn.BCEWithLogitsLoss` on the logits first")
         # 1. autocast around forward + loss
         if loop.autocast is None or self.remove_casts:
             if loop.autocast is None:

@@ -141,6 +141,33 @@ class Fp32TrainingLoop(Rule):
                     optimizer.step()
             """,
         ),
+        Invalid(
+            # binary_cross_entropy raises under CUDA autocast: reported, not migrated
+            """
+            import torch
+            import torch.nn.functional as F
+
+            def train(model, loader, optimizer, device):
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    recon = model(x.to(device))
+                    loss = F.binary_cross_entropy(recon, y.to(device))
+                    loss.backward()
+                    optimizer.step()
+            """,
+            expected=            """
+            import torch
+            import torch.nn.functional as F
+
+            def train(model, loader, optimizer, device):
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    recon = model(x.to(device))
+                    loss = F.binary_cross_entropy(recon, y.to(device))
+                    loss.backward()
+                    optimizer.step()
+            """,
+        ),
     ]
 
     def finish(self) -> None:
