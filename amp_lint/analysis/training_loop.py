@@ -21,6 +21,7 @@ import libcst as cst
 from amp_lint.data.training import (
     APEX_OPT_LEVELS, AUTOCAST_DEFAULT_DTYPE, AUTOCASTS, CLIP_FUNCTIONS, CLIP_METHODS,
     AUTOCAST_BANNED,
+    MIXED_PRECISION_CONFIGS,
     CPU_FP16_AUTOCAST_TRAINING_UNSUPPORTED,
     ENGINE_INITIALIZERS, GRAD_SCALERS, HALF_DTYPES, HALF_METHODS, MASTER_WEIGHT_WRAPPERS, OPTIMIZERS,
     SCHEDULER_PREFIXES,
@@ -317,6 +318,10 @@ class TrainingLoops:
             self.amp_references += 1
         if qualified in ENGINE_INITIALIZERS:
             self.engines = True
+        if qualified in MIXED_PRECISION_CONFIGS and (
+            qualified != "accelerate.Accelerator" or any(a.keyword and a.keyword.value == "mixed_precision" for a in node.args)
+        ):
+            self.amp_references += 1
         if qualified in CPU_FP16_AUTOCAST_TRAINING_UNSUPPORTED:
             self.cpu_unsupported.add(qualified)
         if qualified in AUTOCAST_BANNED:

@@ -65,6 +65,17 @@ MASTER_WEIGHT_WRAPPERS: FrozenSet[str] = frozenset(
 #: Calls that wrap model+optimizer into an engine with its own loss scaling (DeepSpeed).
 ENGINE_INITIALIZERS: FrozenSet[str] = frozenset({"deepspeed.initialize"})
 
+#: Mixed-precision configurations of distributed wrappers and trainers: a script that builds one
+#: already trains in mixed precision (FSDP1 ``MixedPrecision``, FSDP2 ``MixedPrecisionPolicy``,
+#: Hugging Face accelerate's ``Accelerator(mixed_precision=...)``).
+MIXED_PRECISION_CONFIGS: FrozenSet[str] = frozenset({
+    "torch.distributed.fsdp.MixedPrecision",
+    "torch.distributed.fsdp.MixedPrecisionPolicy",
+    "torch.distributed.fsdp.fully_sharded_data_parallel.MixedPrecision",
+    "torch.distributed._composable.fsdp.MixedPrecisionPolicy",
+    "accelerate.Accelerator",
+})
+
 #: Dtype names (last attribute) meaning half precision.
 HALF_DTYPES: Dict[str, str] = {"float16": "float16", "half": "float16", "bfloat16": "bfloat16"}
 #: Tensor/Module methods that cast wholesale.

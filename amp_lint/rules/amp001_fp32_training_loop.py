@@ -47,6 +47,17 @@ class Fp32TrainingLoop(Rule):
     VALID = [
         Valid("""
         import torch
+        from torch.distributed.fsdp import fully_shard, MixedPrecisionPolicy
+
+        fully_shard(model, mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16))
+        for x in loader:
+            loss = model(x).sum()
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        """),
+        Valid("""
+        import torch
         scaler = torch.amp.GradScaler("cuda")
         for x, y in loader:
             opt.zero_grad()
