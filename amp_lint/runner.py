@@ -15,7 +15,7 @@ from amp_lint.config import Settings, enabled_codes, ignored_for_path
 from amp_lint.engine.linter import SYNTAX_ERROR_CODE, FileReport, fix_text, lint_text
 from amp_lint.rules import ALL_RULES, RESERVED_CODES
 from amp_lint.rules.base import Rule
-from amp_lint.source import SourceError, SourceFile, decode_source, read_source, write_atomic
+from amp_lint.source import SourceError, SourceFile, decode_source, write_atomic
 
 
 @dataclass

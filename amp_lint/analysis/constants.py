@@ -5,21 +5,12 @@ A value is known only when every definition that could supply it agrees (precisi
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
 from amp_lint.engine.context import FileContext
 from amp_lint.engine.names import dotted_name
-
-
-@dataclass
-class Definition:
-    """Where a name or attribute gets a value: the expression and, for literals, the node to rewrite."""
-
-    value: cst.BaseExpression
-    scope: Tuple[str, ...] = ()
 
 
 class ConstantTable:
@@ -32,7 +23,6 @@ class ConstantTable:
         self.module_defs: Dict[str, List[cst.BaseExpression]] = {}
         self.attr_defs: Dict[str, List[cst.BaseExpression]] = {}
         self.param_defaults: List[Dict[str, cst.BaseExpression]] = []
-        self.func_depth = 0
 
     # -- collection --------------------------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:

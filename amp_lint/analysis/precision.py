@@ -915,10 +915,6 @@ class PrecisionAnalysis:
         else:
             self.pending.append(pending)
 
-    def context_label(self, i: int) -> str:
-        region = self.region()
-        return (region[0] if region else CONTEXTS[i]).label
-
     # -- resolution ---------------------------------------------------------------------------
     def finish(self) -> None:
         self._resolve_entries()
@@ -1091,11 +1087,6 @@ def simple_stand_in(prec: "PrecisionAnalysis", expr: cst.BaseExpression) -> Call
         return None
 
     return pick
-
-
-def strip_expr(node: cst.BaseExpression) -> cst.BaseExpression:
-    """A copy usable in another place of the tree (no shared parentheses/whitespace issues)."""
-    return cst.parse_expression(cst.Module([]).code_for_node(node))
 
 
 def per_context(prec: "PrecisionAnalysis", decide: Callable[[Context, int], Optional[str]]) -> List[Optional[str]]:

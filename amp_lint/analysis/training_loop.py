@@ -209,7 +209,6 @@ class TrainingLoops:
         self.autocasts: List[AutocastRegion] = []
         self.amp_references = 0
         self.apex_calls: List[Site] = []
-        self.apex_refs: List[Tuple[cst.CSTNode, Stack]] = []
         self.cuda_calls = 0
         self.functions: Dict[str, cst.FunctionDef] = {}
         self.calls_by_name: Dict[str, List[Site]] = {}
@@ -219,7 +218,6 @@ class TrainingLoops:
         self.autocast_banned: Set[str] = set()
         self._autocast_stack: List[AutocastRegion] = []
         self.loops: List[Loop] = []
-        self.unrecognised: List[Tuple[Site, str]] = []
 
     # -- collection ------------------------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -517,12 +515,6 @@ class TrainingLoops:
     def apex_opt_levels(self) -> List[str]:
         return [level for site in self.apex_calls if self.ctx.qualify(site.node.func) == "apex.amp.initialize"
                 for level in [_opt_level(site.node) or "O1"]]
-
-    def half_dtype_of(self, loop: Loop) -> Optional[str]:
-        """float16/bfloat16 when the loop trains a model cast wholesale (PURE_FP16/BF16)."""
-        for cast in self.model_casts():
-            return cast.dtype
-        return None
 
     # -- device --------------------------------------------------------------------------------
     def device_text(self, function: Optional[cst.FunctionDef]) -> str:

@@ -88,14 +88,6 @@ REDUCTIONS: Dict[str, bool] = {
     "std_mean": False, "norm": True, "vector_norm": True, "logsumexp": False,
 }
 
-#: Native normalisation ops whose kernels keep statistics and eps in fp32 (E, section 3): never AMP203/302.
-NATIVE_NORMS = frozenset({"layer_norm", "group_norm", "rms_norm", "batch_norm", "instance_norm"})
-
-#: Overflow-prone pointwise ops (AMP204) with the fp16 threshold each one is quoted with.
-OVERFLOW_POINTWISE = {"exp": "exp overflows float16 above 11.09", "expm1": "expm1 overflows float16 above 11.09",
-                      "square": "x**2 overflows float16 above 255.9", "pow": "x**2 overflows float16 above 255.9",
-                      "cosh": "cosh overflows float16 above 11.78", "sinh": "sinh overflows float16 above 11.78"}
-
 #: Ops whose result dtype is the first tensor input's (shape/view/elementwise ops, unlisted).
 #: Anything not in OPS is treated this way, so this set only documents intent.
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Any, List, Optional, Sequence, Type
+from typing import Any, List, Optional, Sequence
 
 import libcst as cst
 

@@ -106,9 +106,6 @@ class ImportTable:
         parts.append(binding.qualified)
         return ".".join(reversed(parts))
 
-    def qualify_call(self, node: cst.Call) -> Optional[str]:
-        return self.qualify(node.func)
-
     def is_bound(self, local: str) -> bool:
         return local in self.bindings
 

@@ -8,7 +8,7 @@ every node).
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Dict, List, Sequence, Tuple, Type
+from typing import Callable, Dict, List, Sequence, Tuple
 
 import libcst as cst
 

@@ -196,15 +196,6 @@ class OverflowPronePointwiseInFp16(Rule):
         return False
 
 
-def _number(expr: cst.BaseExpression) -> Optional[float]:
-    sign = 1.0
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
-        sign, expr = -1.0, expr.expression
-    if isinstance(expr, (cst.Integer, cst.Float)):
-        return sign * float(expr.evaluated_value)
-    return None
-
-
 def _max_subtracted(expr: cst.BaseExpression) -> bool:
     """``x - x.max(...)`` / ``x - logsumexp(...)``: exp of a value <= 0 cannot overflow."""
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):

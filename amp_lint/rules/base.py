@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import textwrap
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, Optional, Tuple
 
 import libcst as cst
 
@@ -164,7 +164,3 @@ def find_arg(call: cst.Call, keyword: str, position: Optional[int] = None) -> Op
                 return arg
             positional += 1
     return None
-
-
-def registry_sorted(rules: Sequence[type]) -> List[type]:
-    return sorted(rules, key=lambda r: r.code)
