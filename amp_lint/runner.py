@@ -377,7 +377,7 @@ def unified_diff(report: FileReport) -> str:
         difflib.unified_diff(
             report.source.text.splitlines(keepends=True),
             report.new_text.splitlines(keepends=True),
-            fromfile=f"a/{report.path}",
-            tofile=f"b/{report.path}",
+            fromfile="a/" + report.path.lstrip("/"),
+            tofile="b/" + report.path.lstrip("/"),
         )
     )
