@@ -837,6 +837,9 @@ class _Migration:
             new = parse_statement(f"{name} = {grad_scaler}({device})")
             if function is loop.function or loop.function is None or self.self_scaler:
                 return self._place_after_optimizer(block, index, new)
+            if function is None and not enclosing(definition.stack, cst.ClassDef):
+                # a module-level optimizer: a module-level scaler next to it lives across calls
+                return self._place_after_optimizer(block, index, new)
             # optimizer built in a caller: thread the scaler through the loop function's call
             if self._thread(loop.function, function, name):
                 return self._place_after_optimizer(block, index, new)

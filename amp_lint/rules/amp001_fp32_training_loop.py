@@ -179,6 +179,44 @@ class Fp32TrainingLoop(Rule):
                     optimizer.step()
             """,
         ),
+        Invalid(
+            # a module-level optimizer gets a module-level scaler next to it (one per run, not per call)
+            """
+            import torch
+            import torch.nn.functional as F
+
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            model = torch.nn.Linear(4, 2).to(device)
+            optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+
+
+            def train(loader):
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    loss = F.mse_loss(model(x.to(device)), y.to(device))
+                    loss.backward()
+                    optimizer.step()
+            """,
+            expected="""
+            import torch
+            import torch.nn.functional as F
+
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            model = torch.nn.Linear(4, 2).to(device)
+            optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+            scaler = torch.amp.GradScaler(device.type)
+
+
+            def train(loader):
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    with torch.autocast(device_type=device.type, dtype=torch.float16):
+                        loss = F.mse_loss(model(x.to(device)), y.to(device))
+                    scaler.scale(loss).backward()
+                    scaler.step(optimizer)
+                    scaler.update()
+            """,
+        ),
     ]
 
     def finish(self) -> None:
