@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, TextIO, Tuple,
 
 from amp_lint.cache import Cache, content_digest
 from amp_lint.config import Settings, enabled_codes, ignored_for_path
-from amp_lint.engine.linter import SYNTAX_ERROR_CODE, FileReport, fix_text, lint_text
+from amp_lint.engine.linter import SYNTAX_ERROR_CODE, FileReport, findings_of, fix_loop, lint_text
 from amp_lint.rules import ALL_RULES, RESERVED_CODES
 from amp_lint.rules.base import Rule
 from amp_lint.source import SourceError, SourceFile, decode_source, write_atomic
@@ -81,10 +81,13 @@ def process_source(source: SourceFile, selection: Selection, options: RunOptions
     report = FileReport(path=source.path, source=source)
     text = source.text
     if options.fix or options.diff:
-        new_text, report.fixed = fix_text(source.path, text, settings, rules, project=options.project)
-        if new_text != text:
-            report.new_text = new_text
-            text = new_text
+        result = fix_loop(source.path, text, settings, rules, project=options.project)
+        report.fixed = result.fixed
+        if result.text != text:
+            report.new_text = text = result.text
+        if result.final is not None:  # the loop already linted the final text
+            report.findings = findings_of(*result.final, settings, options.want_edits)
+            return report
     report.findings = lint_text(source.path, text, settings, rules, syntax_check=syntax,
                                 want_edits=options.want_edits, project=options.project)
     return report
@@ -163,7 +166,7 @@ def _usable_for(report: FileReport, options: RunOptions, settings: Settings) -> 
     if not isinstance(report, FileReport) or report.error is not None:
         return False
     if options.fix or options.diff:
-        # fix_text applies only findings that are fixable here; with none, fix is a no-op
+        # fix_loop applies only findings that are fixable here; with none, fix is a no-op
         # and the report equals the check report.
         return not any(f.fixable(settings.unsafe_fixes) for f in report.findings)
     return True

@@ -174,6 +174,11 @@ def lint_text(path: str, text: str, settings: Settings, rules: Sequence[type], *
     except (cst.ParserSyntaxError, RecursionError, ValueError) as exc:
         return [syntax_error_finding(path, text, exc)] if syntax_check else []
     ctx = run_rules(path, text, module, settings, rules, project)
+    return findings_of(ctx, suppressions, settings, want_edits)
+
+
+def findings_of(ctx: FileContext, suppressions: Suppressions, settings: Settings, want_edits: bool) -> "Findings":
+    """The reported findings of a linted file, with its summary for the project phase."""
     out = Findings(to_findings(ctx, _reportable(ctx.findings, settings), suppressions, settings.unsafe_fixes,
                                want_edits))
     precision = ctx.analyses.get("precision")
@@ -188,20 +193,43 @@ def lint_text(path: str, text: str, settings: Settings, rules: Sequence[type], *
 def fix_text(path: str, text: str, settings: Settings, rules: Sequence[type], *,
              project: Any = None) -> "tuple[str, int]":
     """(new text, number of fixes applied). Only text that re-parses is ever returned."""
+    result = fix_loop(path, text, settings, rules, project=project)
+    return result.text, result.fixed
+
+
+@dataclass
+class FixResult:
+    """The fixed text, how many fixes were applied, and (when the loop linted the final text
+    itself) that lint, so the caller need not parse and lint the result once more."""
+
+    text: str
+    fixed: int
+    final: Optional["tuple[FileContext, Suppressions]"] = None
+
+
+def fix_loop(path: str, text: str, settings: Settings, rules: Sequence[type], *,
+             project: Any = None) -> FixResult:
+    """Apply non-overlapping fixes, re-parse and re-lint to a fixpoint (capped at MAX_FIX_PASSES);
+    every pass parses its text once, and the text that would be written always parses."""
     fixed = 0
     rules = list(rules)
+    module: Optional[cst.Module] = None  # the parse of ``text`` when already known
+    final = None
     for _ in range(MAX_FIX_PASSES):
+        final = None
         suppressions = parse_suppressions(text)
         if suppressions.file_all:
             break
         active = active_rules(text, rules)
         if not active:
             break
-        try:
-            module = parse(text)
-        except (cst.ParserSyntaxError, RecursionError, ValueError):
-            break
+        if module is None:
+            try:
+                module = parse(text)
+            except (cst.ParserSyntaxError, RecursionError, ValueError):
+                break
         ctx = run_rules(path, text, module, settings, active, project)
+        final = (ctx, suppressions)
         candidates = [
             raw for raw in _reportable(ctx.findings, settings)
             if raw.fix is not None
@@ -215,10 +243,10 @@ def fix_text(path: str, text: str, settings: Settings, rules: Sequence[type], *,
         if new_text == text:
             break
         try:
-            parse(new_text)
+            new_module = parse(new_text)
             compile(new_text, path, "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
         except (cst.ParserSyntaxError, SyntaxError, RecursionError, ValueError):
             break
-        text = new_text
+        text, module, final = new_text, new_module, None
         fixed += len(chosen)
-    return text, fixed
+    return FixResult(text, fixed, final)
