@@ -181,6 +181,8 @@ def _run(*, paths, select, ignore, extend_select, output_format, statistics, exi
         if report.error:
             errors.append((report.path, report.error))
             click.echo(f"amp-lint: error: {report.path}: {report.error}", err=True)
+        elif report.warning:
+            click.echo(f"amp-lint: warning: {report.path}: {report.warning}", err=True)
     return _report(reports, fmt, settings, statistics=statistics, exit_zero=exit_zero, diff=diff,
                    show_fixes=show_fixes, quiet=quiet, fix=fix, had_errors=bool(errors),
                    stdin_fix=fix and not diff and paths == ["-"])

@@ -51,6 +51,15 @@ class Fix:
     edits: Tuple[Edit, ...] = ()
 
 
+@dataclass(frozen=True)
+class Related:
+    """One step of a finding's evidence: ``message`` at ``filename:row`` (SARIF relatedLocations)."""
+
+    filename: str
+    row: int
+    message: str
+
+
 @dataclass
 class Finding:
     """One reported hazard in one file."""
@@ -69,6 +78,8 @@ class Finding:
     confidence: str = "high"
     noqa_row: Optional[int] = None
     source_line: Optional[str] = field(default=None, repr=False)
+    #: the chain that makes the value half: where it comes from, then the calls that carry it
+    related: Tuple[Related, ...] = ()
 
     @property
     def url(self) -> str:

@@ -3,6 +3,8 @@ keeps encoding, BOM, line endings, comments and permissions, writes atomically, 
 and never writes code that does not parse."""
 from __future__ import annotations
 
+import ast
+
 import json
 import os
 import stat
@@ -16,6 +18,7 @@ from click.testing import CliRunner
 from amp_lint.cli import main
 from amp_lint.config import Settings
 from amp_lint.engine.fixes import CstFix
+from amp_lint.engine.fixing import FixPlan
 from amp_lint.engine.linter import fix_text
 from amp_lint.findings import Applicability, Severity
 from amp_lint.rules.base import Rule
@@ -353,10 +356,14 @@ class _BreaksCode(Rule):
     docs = ""
     fix_applicability = Applicability.SAFE
 
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        if isinstance(node.target, cst.Name) and node.target.value == "a":
-            fix = CstFix("break it", Applicability.SAFE, replacements=[(node.target, cst.Integer("1"))])
-            self.report(node.target, "assignment to a", fix=fix)
+    def visit_Assign(self, node: ast.Assign) -> None:
+        target = node.targets[0]
+        if isinstance(target, ast.Name) and target.id == "a":
+            def build(fctx):
+                found = fctx.node(target)
+                return CstFix("break it", Applicability.SAFE, replacements=[(found, cst.Integer("1"))])
+
+            self.report(target, "assignment to a", fix=FixPlan("break it", Applicability.SAFE, build))
 
 
 def test_fix_never_returns_code_that_does_not_parse() -> None:

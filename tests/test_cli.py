@@ -44,8 +44,8 @@ LAYERS = """\
 import torch.nn as nn
 
 VOCAB = 50257
-head = nn.Linear(768, VOCAB)
-mid = nn.Linear(768, 1001)
+head = nn.Linear(768, VOCAB).half()
+mid = nn.Linear(768, 1001).half()
 """
 CLEAN = """\
 import torch

@@ -21,9 +21,9 @@ LAYERS = """\
 import torch.nn as nn
 
 VOCAB = 50257
-head = nn.Linear(768, VOCAB)
-mid = nn.Linear(768, 1001)
-small = nn.Linear(100, 36)
+head = nn.Linear(768, VOCAB).half()
+mid = nn.Linear(768, 1001).half()
+small = nn.Linear(100, 36).half()
 """
 SELECT = "--select=AMP501,AMP401,AMP402"
 

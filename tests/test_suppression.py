@@ -78,7 +78,7 @@ def test_noqa_covers_the_first_line_of_a_multiline_finding(src: Path) -> None:
 
 @pytest.mark.parametrize("comment", ["# amp-lint: noqa", "# AMP-LINT: NOQA", "#amp-lint:noqa"])
 def test_file_level_noqa(src: Path, comment: str) -> None:
-    src.write_text(f"import torch\n{comment}\na = {CALL}\nimport torch.nn as nn\nl = nn.Linear(768, 1001)\n")
+    src.write_text(f"import torch\n{comment}\na = {CALL}\nimport torch.nn as nn\nl = nn.Linear(768, 1001).half()\n")
     code, lines, err = run("check", "--select", "AMP501,AMP402", str(src))
     assert (code, lines) == (0, [])
     assert err.strip() == "All checks passed!"
@@ -88,7 +88,7 @@ def test_file_level_noqa_with_codes(src: Path) -> None:
     src.write_text(
         "import torch\nimport torch.nn as nn\n"
         f"a = {CALL}\n"
-        "l = nn.Linear(768, 1001)\n"
+        "l = nn.Linear(768, 1001).half()\n"
         "# amp-lint: noqa: AMP501\n"
     )
     code, lines, _ = run("check", "--select", "AMP501,AMP402", str(src))

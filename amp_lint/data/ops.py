@@ -105,3 +105,148 @@ def policy(op: str, device: str) -> Optional[str]:
     if entry is None:
         return None
     return entry[1] if device == "cpu" else entry[0]
+
+
+# -- how a result's dtype follows from the inputs (before autocast's policy) ---------------------
+# Sources: torch 2.13 signatures (``torch/_C/_VariableFunctions.pyi``, ``torch/_tensor.py``) and the
+# autocast docs' "Op Eligibility": ops called with ``dtype=`` keep that dtype, in-place ops and
+# ``out=`` calls are not autocast, unlisted ops run in their inputs' (promoted) dtype.
+SAME = "same"            # promoted dtype of the tensor inputs (elementwise, shape and unlisted ops)
+INT_RESULT = "int"       # indices, counts
+BOOL_RESULT = "bool"     # comparisons and predicates
+PYTHON = "python"        # a Python value (``item()``, ``size()``)
+FACTORY = "factory"      # a new tensor: ``dtype=`` or the default float32
+FACTORY_INT = "factory_int"  # ``arange``/``randint``: int64 unless a float argument or ``dtype=``
+INFER = "infer"          # ``torch.tensor(data)``: from the data
+LIKE = "like"            # ``zeros_like(t)``: ``dtype=`` or t's dtype
+NEW = "new"              # ``t.new_zeros(...)``: ``dtype=`` or t's dtype
+FIRST = "first"          # the first tensor input's dtype, whatever the others (``masked_fill``)
+
+RESULT_KINDS: Dict[str, str] = {
+    **{name: INT_RESULT for name in (
+        "argmax", "argmin", "argsort", "nonzero", "searchsorted", "bucketize", "bincount", "multinomial",
+        "randperm", "tril_indices", "triu_indices", "count_nonzero", "long", "int", "short", "unique",
+    )},
+    **{name: BOOL_RESULT for name in (
+        "eq", "ne", "lt", "gt", "le", "ge", "greater", "less", "equal", "isnan", "isinf", "isfinite",
+        "isposinf", "isneginf", "isclose", "logical_and", "logical_or", "logical_not", "logical_xor", "any",
+        "all", "bool", "signbit",
+    )},
+    **{name: PYTHON for name in (
+        "item", "tolist", "size", "dim", "numel", "nelement", "element_size", "data_ptr", "is_contiguous",
+        "stride", "get_device", "is_floating_point", "is_complex", "is_tensor", "numpy", "equal_",
+        "storage_offset", "ndimension",
+    )},
+    **{name: FACTORY for name in (
+        "randn", "rand", "zeros", "ones", "empty", "full", "eye", "linspace", "logspace", "normal",
+        "empty_strided", "hann_window", "hamming_window", "blackman_window", "bartlett_window",
+    )},
+    **{name: FACTORY_INT for name in ("arange", "randint", "range")},
+    **{name: INFER for name in ("tensor", "as_tensor", "asarray", "from_numpy", "Tensor", "scalar_tensor")},
+    **{name: LIKE for name in (
+        "randn_like", "rand_like", "zeros_like", "ones_like", "full_like", "empty_like", "randint_like",
+    )},
+    **{name: NEW for name in ("new_full", "new_zeros", "new_ones", "new_empty", "new_tensor")},
+    **{name: FIRST for name in (
+        "masked_fill", "masked_fill_", "fill_", "index_fill", "index_fill_", "fill_diagonal_", "clamp",
+        "clamp_", "clamp_min", "clamp_max", "clip", "masked_scatter", "scatter", "index_select", "gather",
+        "roll", "flip", "repeat", "expand", "expand_as", "view_as", "reshape_as",
+    )},
+}
+
+#: Positional arguments that are tensor inputs of a torch *function* (default: the first);
+#: "seq" means the elements of the first argument (``cat``/``stack``); "rest" everything after the
+#: first (``einsum``'s operands).
+TENSOR_ARGS: Dict[str, object] = {
+    **{name: "seq" for name in ("cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack",
+                                "column_stack", "block_diag", "cartesian_prod", "broadcast_tensors")},
+    "einsum": "rest",
+    **{name: (0, 1) for name in (
+        "matmul", "mm", "bmm", "mv", "dot", "vdot", "inner", "outer", "ger", "cross", "kron", "tensordot",
+        "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide",
+        "remainder", "fmod", "maximum", "minimum", "fmax", "fmin", "atan2", "hypot", "lerp", "pow",
+        "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+        "cosine_similarity", "pairwise_distance", "cdist", "dist", "bilinear", "prelu", "vecdot",
+    )},
+    **{name: (0, 1, 2) for name in ("addmm", "addbmm", "baddbmm", "addmv", "addr", "addcmul", "addcdiv",
+                                     "linear", "scaled_dot_product_attention")},
+    "where": (1, 2),
+    "embedding": (1,),
+}
+
+#: Tensor methods that cast (receiver -> dtype).
+CAST_METHODS: Dict[str, str] = {
+    "half": "float16", "bfloat16": "bfloat16", "float": "float32", "double": "float64", "long": "int64",
+    "int": "int64", "short": "int64", "char": "int64", "byte": "int64", "bool": "bool",
+}
+
+#: torch dtype names (``torch.<name>``) and legacy tensor types, to dtype names.
+DTYPE_ALIASES: Dict[str, str] = {
+    "float16": "float16", "half": "float16", "bfloat16": "bfloat16", "float32": "float32",
+    "float": "float32", "float64": "float64", "double": "float64", "int64": "int64", "long": "int64",
+    "int32": "int64", "int": "int64", "int16": "int64", "short": "int64", "int8": "int64", "uint8": "int64",
+    "bool": "bool", "HalfTensor": "float16", "BFloat16Tensor": "bfloat16", "FloatTensor": "float32",
+    "DoubleTensor": "float64", "LongTensor": "int64", "IntTensor": "int64", "BoolTensor": "bool",
+    "ByteTensor": "int64",
+}
+
+#: Binary operators -> the op whose autocast policy they follow (S4: ``@`` is matmul, ``**`` pow,
+#: ``scalar / x`` reciprocal; the rest are unlisted and promote natively).
+OPERATOR_OPS: Dict[str, str] = {"MatMult": "matmul", "Pow": "pow"}
+
+#: nn module classes (``torch.nn.<name>``): how calling an instance behaves. ``params``: has floating
+#: parameters (cast with ``.half()``); its forward runs ``MODULE_OPS[name]`` when listed there, else
+#: keeps its input's dtype. ``container``: runs its children in order. ``embedding``: returns rows of
+#: its weight (the weight's dtype, whatever the input).
+MODULE_KINDS: Dict[str, str] = {
+    **{name: "params" for name in (
+        "Linear", "Bilinear", "LazyLinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+        "ConvTranspose3d", "LazyConv1d", "LazyConv2d", "LazyConv3d", "LayerNorm", "RMSNorm", "GroupNorm",
+        "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "InstanceNorm1d", "InstanceNorm2d",
+        "InstanceNorm3d", "LocalResponseNorm", "PReLU", "MultiheadAttention", "Transformer",
+        "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer", "TransformerDecoderLayer",
+        "LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "RNNCell",
+    )},
+    **{name: "embedding" for name in ("Embedding", "EmbeddingBag")},
+    **{name: "container" for name in ("Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict")},
+}
+
+#: Wrappers that return the module they wrap (calling them runs its forward).
+MODULE_WRAPPERS = frozenset({
+    "torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.DistributedDataParallel",
+    "torch.nn.parallel.DistributedDataParallelCPU", "torch.compile", "torch.jit.script", "torch.jit.trace",
+    "torch.nn.utils.weight_norm", "torch.nn.utils.spectral_norm", "torch.nn.utils.parametrizations.weight_norm",
+    "torch.nn.utils.parametrizations.spectral_norm", "torch.nn.SyncBatchNorm.convert_sync_batchnorm",
+    "torch.distributed.fsdp.FullyShardedDataParallel", "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
+})
+
+#: apex ``amp`` O1 (removed from apex in 2025; NVIDIA/apex ``apex/amp/lists/*.py`` at the parent of
+#: commit cb65b8ed): the functions it patched to run in fp16, in fp32, or at the widest input type.
+#: Under O1 everything else runs in its inputs' dtype, as under native autocast.
+APEX_O1: Dict[str, str] = {
+    **{name: LOWER for name in (
+        "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "conv_tbc",
+        "linear", "prelu", "addmm", "addmv", "addr", "matmul", "mm", "mv", "addbmm", "baddbmm", "bmm",
+        "__matmul__",
+    )},
+    **{name: FP32 for name in (
+        "interpolate", "grid_sample", "softplus", "softmin", "log_softmax", "softmax", "gelu", "layer_norm",
+        "group_norm", "local_response_norm", "normalize", "cosine_similarity", "poisson_nll_loss",
+        "cosine_embedding_loss", "cross_entropy", "hinge_embedding_loss", "kl_div", "l1_loss", "mse_loss",
+        "margin_ranking_loss", "multilabel_margin_loss", "multilabel_soft_margin_loss", "multi_margin_loss",
+        "nll_loss", "binary_cross_entropy_with_logits", "smooth_l1_loss", "soft_margin_loss",
+        "triplet_margin_loss", "ctc_loss", "acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10",
+        "log2", "reciprocal", "rsqrt", "sinh", "tan", "pow", "cumprod", "cumsum", "dist", "norm", "prod",
+        "std", "sum", "var", "renorm", "__pow__", "__rpow__",
+    )},
+    **{name: PROMOTE for name in (
+        "addcdiv", "addcmul", "atan2", "cross", "bilinear", "dot", "add", "div", "mul", "cat", "stack",
+    )},
+}
+
+
+def policy_in(op: str, device: str) -> Optional[str]:
+    """Autocast policy of ``op`` in a state's device: "cuda", "cpu" or "apex" (apex O1)."""
+    if device == "apex":
+        return APEX_O1.get(op)
+    return policy(op, device)

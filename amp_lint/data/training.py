@@ -10,7 +10,7 @@ classes), ``torch/nn/utils/clip_grad.py``, ``torch/amp/grad_scaler.py``,
 """
 from __future__ import annotations
 
-from typing import Dict, FrozenSet, Optional
+from typing import Dict, FrozenSet, Optional, Tuple
 
 #: Qualified names of the standard optimizers: they update parameters in their own dtype.
 OPTIMIZERS: FrozenSet[str] = frozenset(
@@ -62,6 +62,9 @@ MASTER_WEIGHT_WRAPPERS: FrozenSet[str] = frozenset(
         "KahanSummationOptimizer", "AnyPrecisionAdamW", "DeepSpeedEngine",
     }
 )
+#: Calls (qualified) that take an optimizer and keep fp32 master weights for it (apex O1/O2,
+#: DeepSpeed's engine).
+MASTER_WEIGHT_BUILDERS: FrozenSet[str] = frozenset({"apex.amp.initialize", "deepspeed.initialize"})
 #: Calls that wrap model+optimizer into an engine with its own loss scaling (DeepSpeed).
 ENGINE_INITIALIZERS: FrozenSet[str] = frozenset({"deepspeed.initialize"})
 
@@ -96,4 +99,58 @@ CPU_FP16_AUTOCAST_TRAINING_UNSUPPORTED: FrozenSet[str] = frozenset({"torch.nn.LS
 #: §4). A script using them would crash once migrated and run on a GPU.
 AUTOCAST_BANNED: FrozenSet[str] = frozenset({
     "torch.nn.functional.binary_cross_entropy", "torch.nn.BCELoss", "torch.binary_cross_entropy",
+})
+
+#: Base classes (last name component) whose subclasses are nn.Modules (torch.nn.Module itself is
+#: recognised by its module path): Hugging Face, Lightning, timm, fairseq, mmcv.
+MODEL_BASES: FrozenSet[str] = frozenset({
+    "PreTrainedModel", "LightningModule", "ModelMixin", "BaseFairseqModel", "FairseqEncoder", "FairseqDecoder",
+    "FairseqIncrementalDecoder", "FairseqEncoderDecoderModel", "FairseqLanguageModel", "BaseModule", "Module",
+})
+#: Capitalised library names that are most likely models when instantiated (``timm.create_model``
+#: is not a class; ``SomeLib.ResNet`` is).
+MODEL_CLASS_HINTS = ("Model", "Net", "Transformer", "Encoder", "Decoder", "Bert", "GPT", "Llama", "ResNet", "ViT",
+                     "CLIP", "UNet", "Unet", "ForCausalLM", "ForSequenceClassification", "ForMaskedLM")
+#: Context managers that change nothing about precision.
+NULL_CONTEXTS: FrozenSet[str] = frozenset({
+    "torch.no_grad", "torch.enable_grad", "torch.inference_mode", "torch.set_grad_enabled",
+    "contextlib.nullcontext", "contextlib.suppress", "torch.autograd.no_grad", "torch.autograd.set_detect_anomaly",
+    "torch.autograd.detect_anomaly", "torch.cuda.device", "torch.autograd.profiler.profile",
+    "torch.profiler.profile", "torch.profiler.record_function", "torch.backends.cuda.sdp_kernel",
+    "torch.nn.attention.sdpa_kernel",
+})
+#: FSDP mixed-precision configurations (``param_dtype=`` casts parameters for compute, fp32 kept).
+FSDP_MIXED_PRECISION: FrozenSet[str] = frozenset({
+    "torch.distributed.fsdp.MixedPrecision", "torch.distributed.fsdp.fully_sharded_data_parallel.MixedPrecision",
+    "torch.distributed.fsdp.MixedPrecisionPolicy", "torch.distributed._composable.fsdp.MixedPrecisionPolicy",
+})
+APEX_INITIALIZE: FrozenSet[str] = frozenset({"apex.amp.initialize", "apex.amp.frontend.initialize"})
+DEEPSPEED_INITIALIZE: FrozenSet[str] = frozenset({"deepspeed.initialize"})
+#: Hugging Face accelerate / Lightning Fabric objects that own mixed precision (last name component).
+ACCELERATORS: FrozenSet[str] = frozenset({"Accelerator", "Fabric"})
+LIGHTNING_TRAINERS: FrozenSet[str] = frozenset({"Trainer"})
+DATALOADERS: FrozenSet[str] = frozenset({"DataLoader"})
+
+#: Objects that own mixed precision when built with one of the keywords: last name component ->
+#: (kind, keywords). Hugging Face accelerate ``Accelerator(mixed_precision=...)``, Lightning
+#: ``Trainer``/``Fabric(precision=...)``, transformers ``TrainingArguments(fp16=/bf16=)``.
+FRAMEWORK_PRECISION: Dict[str, Tuple[str, Tuple[str, ...]]] = {
+    "Accelerator": ("accelerator", ("mixed_precision",)),
+    "Fabric": ("lightning", ("precision",)),
+    "Trainer": ("lightning", ("precision",)),
+    "TrainingArguments": ("hf_trainer", ("fp16", "bf16", "half_precision_backend")),
+    "Seq2SeqTrainingArguments": ("hf_trainer", ("fp16", "bf16")),
+    "SFTConfig": ("hf_trainer", ("fp16", "bf16")),
+}
+#: Packages those names must come from (a user class named ``Trainer`` is not Lightning's).
+FRAMEWORK_PACKAGES: FrozenSet[str] = frozenset({
+    "accelerate", "lightning", "pytorch_lightning", "lightning_fabric", "transformers", "trl",
+})
+
+#: Optimizer classes of other libraries, by their last name component (apex, DeepSpeed, bitsandbytes,
+#: transformers, timm, torch_optimizer, lion-pytorch): they update parameters in their own dtype.
+OPTIMIZER_NAMES: FrozenSet[str] = frozenset({
+    "Adam", "AdamW", "SGD", "LAMB", "Lamb", "Adafactor", "FusedAdam", "FusedLAMB", "FusedSGD", "DeepSpeedCPUAdam",
+    "Lion", "AdamW8bit", "Adam8bit", "PagedAdamW", "PagedAdamW8bit", "RAdam", "NAdam", "AdaBelief", "Lookahead",
+    "Adagrad", "RMSprop", "NovoGrad", "LARS", "Shampoo", "SophiaG", "Prodigy", "AdamP", "SGDP", "Ranger",
 })

@@ -52,3 +52,23 @@ def call(func: cst.BaseExpression, args: Sequence[cst.Arg], like: Optional[cst.C
     if like is not None:
         return like.with_changes(func=func, args=join_args(args))
     return cst.Call(func=func, args=join_args(args))
+
+
+_ATOMIC = (cst.Name, cst.Attribute, cst.Call, cst.Subscript)
+
+
+def parenthesized(node: cst.BaseExpression) -> cst.BaseExpression:
+    """``node``, in parentheses unless it binds tighter than attribute access already."""
+    if isinstance(node, _ATOMIC) or node.lpar:
+        return node
+    return node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+def method_call(node: cst.BaseExpression, method: str, args: Sequence[cst.Arg] = ()) -> cst.Call:
+    """``node.method(args)``, parenthesising ``node`` when needed."""
+    return cst.Call(func=cst.Attribute(value=parenthesized(node), attr=cst.Name(method)), args=list(args))
+
+
+def copy_of(node: cst.CSTNode, code: str) -> cst.BaseExpression:
+    """A fresh expression with the text of ``node`` (``code``), safe to place elsewhere."""
+    return cst.parse_expression(code)

@@ -1,35 +1,37 @@
-"""Lint and fix one file: parse once, walk once, turn raw findings into reported ones.
+"""Lint and fix a set of files as one program.
 
-The fix loop applies non-overlapping fixes, re-parses and re-lints until nothing more is
-fixable (capped), and never returns text that does not parse.
+1. Parse each file with Python's ``ast`` (a syntax error is one AMP000 finding; the file is skipped).
+2. Run the precision analysis once over all parsed files (:mod:`amp_lint.semantics`): cross-file
+   facts need the whole program.
+3. Walk each file's rules (:mod:`amp_lint.engine.checker`); turn raw findings into findings with
+   positions, suppressions and, when wanted, the text edit of their fix.
+
+``fix`` runs in rounds over the whole set: check, build every file's fixes with LibCST, apply the
+non-overlapping ones, keep only text that re-parses, and check again, until nothing changes (or
+:data:`MAX_FIX_ROUNDS`). Only text that parses is ever returned.
 """
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Any, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
 from amp_lint.config import Settings
-from amp_lint.engine.context import FileContext, RawFinding
+from amp_lint.engine.checker import CheckContext, RawFinding, node_range, walk
 from amp_lint.engine.fixes import apply_fixes, choose_compatible, text_edit
-from amp_lint.engine.names import NameCollector
+from amp_lint.engine.fixing import FixContext
 from amp_lint.engine.noqa import Suppressions, parse_suppressions
-from amp_lint.engine.walker import walk
-from amp_lint.findings import Applicability, Finding, Fix, Location, Severity
+from amp_lint.findings import Applicability, Finding, Fix, Location, Related, Severity
+from amp_lint.semantics.facts import Facts
+from amp_lint.semantics.interpreter import Interpreter
+from amp_lint.semantics.program import SourceModule, extra_roots
 from amp_lint.source import SourceFile
 
-MAX_FIX_PASSES = 10
+MAX_FIX_ROUNDS = 10
 SYNTAX_ERROR_CODE = "AMP000"
 SYNTAX_ERROR_NAME = "syntax-error"
-
-
-class Findings(list):
-    """A file's findings, plus ``summary``: the per-file facts the project phase needs (classes,
-    imports, casts of imported classes, and conditional findings; see analysis/project.py)."""
-
-    summary: Optional[dict] = None
 
 
 @dataclass
@@ -42,6 +44,34 @@ class FileReport:
     fixed: int = 0
     new_text: Optional[str] = None
     source: Optional[SourceFile] = None
+    #: something the user should know that is not an error (fixes that did not converge)
+    warning: Optional[str] = None
+
+
+@dataclass(eq=False)
+class ParsedFile:
+    """One file ready for analysis: its text, tree (None on a syntax error) and rules."""
+
+    path: str
+    relpath: str
+    text: str
+    rules: List[type]
+    syntax_check: bool = True
+    tree: Optional[ast.Module] = None
+    syntax_error: Optional[Finding] = None
+    suppressions: Suppressions = field(default_factory=Suppressions)
+
+    @classmethod
+    def parse(cls, path: str, relpath: str, text: str, rules: Sequence[type], syntax_check: bool = True) -> "ParsedFile":
+        parsed = cls(path, relpath, text, list(rules), syntax_check)
+        parsed.suppressions = parse_suppressions(text)
+        try:
+            parsed.tree = ast.parse(text, filename=path)
+        except SyntaxError as exc:
+            parsed.syntax_error = syntax_error_finding(path, text, exc)
+        except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, pathological nesting
+            parsed.syntax_error = syntax_error_finding(path, text, SyntaxError(str(exc).splitlines()[0]))
+        return parsed
 
 
 def active_rules(text: str, rules: Sequence[type]) -> List[type]:
@@ -49,204 +79,214 @@ def active_rules(text: str, rules: Sequence[type]) -> List[type]:
     return [r for r in rules if not r.tokens or any(tok in text for tok in r.tokens)]
 
 
-def analyses_for(rules: Sequence[type]) -> List[type]:
-    """Analysis participants the rules need, in dependency order."""
-    from amp_lint.analysis import ANALYSES
-
-    needed = set()
-    for rule in rules:
-        needed.update(getattr(rule, "requires", ()))
-    return [a for a in ANALYSES if a.key in needed]
-
-
-def run_rules(path: str, text: str, module: cst.Module, settings: Settings, rules: Sequence[type],
-              project: Any = None) -> FileContext:
-    """One traversal of ``module`` with the name table, the needed analyses, then the rules."""
-    ctx = FileContext(path, text, module, settings, project)
-    collector = NameCollector(ctx.names)
-    collector.prepass(module)
-    participants: List[object] = [collector]
-    for analysis in analyses_for(rules):
-        participant = analysis(ctx)
-        ctx.analyses[analysis.key] = participant
-        participants.append(participant)
-    participants.extend(rule(ctx) for rule in rules)
-    walk(module, participants, ctx.stack)
-    for participant in participants:
-        finish = getattr(participant, "finish", None)
-        if finish is not None:
-            finish()
-    return ctx
-
-
-def syntax_error_finding(path: str, text: str, exc: Exception) -> Finding:
-    """AMP000 at the parse error; Python's own parser gives the exact position and message."""
-    if not isinstance(exc, SyntaxError):
-        try:
-            ast.parse(text, filename=path)
-        except SyntaxError as precise:
-            exc = precise
-        except (ValueError, RecursionError, MemoryError):
-            pass
-    if isinstance(exc, cst.ParserSyntaxError):
-        row, col = exc.raw_line, exc.raw_column + 1
-        message = exc.message.splitlines()[0] if exc.message else "invalid syntax"
-    elif isinstance(exc, SyntaxError):
-        row, col = exc.lineno or 1, exc.offset or 1
-        message = exc.msg
-    else:  # pragma: no cover - defensive
-        row, col, message = 1, 1, str(exc).splitlines()[0]
+def syntax_error_finding(path: str, text: str, exc: SyntaxError) -> Finding:
+    """AMP000 at the parse error, with Python's own message."""
+    row, col = exc.lineno or 1, exc.offset or 1
     lines = text.splitlines()
     row = max(1, min(row, len(lines) or 1))
     line = lines[row - 1] if lines else ""
     loc = Location(row, max(1, col))
-    return Finding(SYNTAX_ERROR_CODE, SYNTAX_ERROR_NAME, Severity.ERROR, f"SyntaxError: {message}", path,
-                   loc, loc, noqa_row=None, source_line=line)
+    return Finding(SYNTAX_ERROR_CODE, SYNTAX_ERROR_NAME, Severity.ERROR, f"SyntaxError: {exc.msg}", path, loc, loc,
+                   noqa_row=None, source_line=line)
 
 
-def parse(text: str) -> cst.Module:
-    return cst.parse_module(text)
-
-
-def to_findings(ctx: FileContext, raws: Sequence[RawFinding], suppressions: Suppressions,
-                unsafe_fixes: bool, want_edits: bool) -> List[Finding]:
-    """Positions, suppressions and (when wanted) text edits for the raw findings."""
-    out: List[Finding] = []
-    lines: Optional[List[str]] = None
-    for raw in raws:
-        rule = raw.rule
-        rng = ctx.position(raw.node)
-        row = rng.start.line
-        if suppressions.suppresses(rule.code, row):
-            continue
-        if lines is None:
-            lines = ctx.text.splitlines()
-        fix = None
-        applicability = raw.fix.applicability if raw.fix else None
-        if raw.fix is not None and want_edits:
-            edit = text_edit(ctx.text, apply_fixes(ctx.module, [raw.fix]))
-            fix = Fix(raw.fix.applicability, raw.fix.title, (edit,) if edit else ())
-        out.append(
-            Finding(
-                code=rule.code,
-                name=rule.name,
-                severity=rule.severity,
-                message=raw.message,
-                filename=ctx.path,
-                location=Location(row, rng.start.column + 1),
-                end_location=Location(rng.end.line, rng.end.column + 1),
-                fix_applicability=applicability,
-                fix_title=raw.fix_title,
-                fix=fix,
-                precision_context=raw.precision_context,
-                confidence=raw.confidence,
-                noqa_row=row,
-                source_line=lines[row - 1] if row - 1 < len(lines) else "",
-            )
-        )
-    return out
-
-
-def _reportable(raws: Sequence[RawFinding], settings: Settings) -> List[RawFinding]:
-    """Low-confidence findings are only reported in preview mode; conditional ones (which hold
-    only if another file casts a class of this one) wait for the project phase."""
-    return [r for r in raws if (settings.preview or r.confidence != "low") and getattr(r, "condition", None) is None]
-
-
-def lint_text(path: str, text: str, settings: Settings, rules: Sequence[type], *,
-              syntax_check: bool = True, want_edits: bool = False, project: Any = None) -> List[Finding]:
-    """All findings of ``text`` (a syntax error is one AMP000 finding)."""
-    suppressions = parse_suppressions(text)
-    if suppressions.file_all:
-        return []
-    rules = active_rules(text, rules)
-    if not rules:
-        if syntax_check:
-            try:
-                ast.parse(text, filename=path)
-            except SyntaxError as exc:
-                return [syntax_error_finding(path, text, exc)]
-            except ValueError as exc:  # e.g. NUL bytes in source
-                return [syntax_error_finding(path, text, SyntaxError(str(exc)))]
-        return []
-    try:
-        module = parse(text)
-    except (cst.ParserSyntaxError, RecursionError, ValueError) as exc:
-        return [syntax_error_finding(path, text, exc)] if syntax_check else []
-    ctx = run_rules(path, text, module, settings, rules, project)
-    return findings_of(ctx, suppressions, settings, want_edits)
-
-
-def findings_of(ctx: FileContext, suppressions: Suppressions, settings: Settings, want_edits: bool) -> "Findings":
-    """The reported findings of a linted file, with its summary for the project phase."""
-    out = Findings(to_findings(ctx, _reportable(ctx.findings, settings), suppressions, settings.unsafe_fixes,
-                               want_edits))
-    precision = ctx.analyses.get("precision")
-    if precision is not None:  # per-file facts and conditional findings for the project phase
-        conditional = [r for r in ctx.findings if getattr(r, "condition", None) is not None]
-        out.summary = dict(precision.summary, conditional=list(zip(
-            to_findings(ctx, conditional, suppressions, settings.unsafe_fixes, want_edits),
-            [r.condition for r in conditional if not suppressions.suppresses(r.rule.code, ctx.position(r.node).start.line)])))
-    return out
-
-
-def fix_text(path: str, text: str, settings: Settings, rules: Sequence[type], *,
-             project: Any = None) -> "tuple[str, int]":
-    """(new text, number of fixes applied). Only text that re-parses is ever returned."""
-    result = fix_loop(path, text, settings, rules, project=project)
-    return result.text, result.fixed
-
-
+# -- analysis ----------------------------------------------------------------------------------------
 @dataclass
-class FixResult:
-    """The fixed text, how many fixes were applied, and (when the loop linted the final text
-    itself) that lint, so the caller need not parse and lint the result once more."""
+class Analysis:
+    """The analysed program: its modules (one per parsed file, in order) and the facts."""
 
-    text: str
-    fixed: int
-    final: Optional["tuple[FileContext, Suppressions]"] = None
+    modules: Dict[int, SourceModule]
+    facts: Facts
 
 
-def fix_loop(path: str, text: str, settings: Settings, rules: Sequence[type], *,
-             project: Any = None) -> FixResult:
-    """Apply non-overlapping fixes, re-parse and re-lint to a fixpoint (capped at MAX_FIX_PASSES);
-    every pass parses its text once, and the text that would be written always parses."""
-    fixed = 0
-    rules = list(rules)
-    module: Optional[cst.Module] = None  # the parse of ``text`` when already known
-    final = None
-    for _ in range(MAX_FIX_PASSES):
-        final = None
-        suppressions = parse_suppressions(text)
-        if suppressions.file_all:
+def analyse(files: Sequence[ParsedFile], settings: Settings) -> Analysis:
+    modules: Dict[int, SourceModule] = {}
+    taken = set()
+    for index, parsed in enumerate(files):
+        if parsed.tree is None:
+            continue
+        relpath = parsed.relpath
+        while relpath in taken:  # two files outside the root with one name
+            relpath = "_/" + relpath
+        taken.add(relpath)
+        module = SourceModule(parsed.path, relpath, parsed.tree, extra_roots(parsed.tree, relpath, parsed.text))
+        module.source = parsed.text
+        modules[index] = module
+    interpreter = Interpreter(list(modules.values()), device=settings.device)
+    interpreter.run()
+    return Analysis(modules, Facts(interpreter))
+
+
+def check(files: Sequence[ParsedFile], settings: Settings, analysis: Optional[Analysis] = None
+          ) -> Tuple[Analysis, Dict[int, List[RawFinding]]]:
+    """Raw findings of every file (index -> findings)."""
+    analysis = analysis or analyse(files, settings)
+    out: Dict[int, List[RawFinding]] = {}
+    for index, parsed in enumerate(files):
+        module = analysis.modules.get(index)
+        if module is None or parsed.suppressions.file_all:
+            out[index] = []
+            continue
+        rules = active_rules(parsed.text, parsed.rules)
+        ctx = CheckContext(module, settings, analysis.facts)
+        if rules:
+            walk(ctx, [rule(ctx) for rule in rules])
+        out[index] = ctx.findings
+    return analysis, out
+
+
+def reportable(raws: Sequence[RawFinding], parsed: ParsedFile, module: SourceModule,
+               settings: Settings) -> List[RawFinding]:
+    """Raw findings that are reported: not suppressed, and low-confidence ones only in preview mode."""
+    out = []
+    for raw in raws:
+        if raw.confidence == "low" and not settings.preview:
+            continue
+        row = getattr(raw.node, "lineno", 1)
+        if parsed.suppressions.suppresses(raw.rule.code, row):
+            continue
+        out.append(raw)
+    return out
+
+
+def findings_of(parsed: ParsedFile, module: Optional[SourceModule], raws: Sequence[RawFinding], settings: Settings,
+                want_edits: bool, paths: Dict[str, str]) -> List[Finding]:
+    """Reported findings of a checked file (sorted), with fix edits when ``want_edits``."""
+    if module is None:
+        if parsed.syntax_error is not None and parsed.syntax_check:
+            return [parsed.syntax_error]
+        return []
+    out: List[Finding] = []
+    fctx: Optional[FixContext] = None
+    for raw in reportable(raws, parsed, module, settings):
+        row, col, end_row, end_col = node_range(module, raw.node)
+        fix = None
+        plan = raw.fix
+        if plan is not None and want_edits:
+            if fctx is None:
+                fctx = _fix_context(parsed.text)
+            built = _build(plan, fctx) if fctx is not None else None
+            if built is not None:
+                edit = text_edit(parsed.text, apply_fixes(fctx.module, [built]))  # type: ignore[union-attr]
+                fix = Fix(plan.applicability, plan.title, (edit,) if edit else ())
+        related = tuple(Related(paths.get(e.path, e.path), e.line, e.message) for e in raw.evidence)
+        out.append(Finding(
+            code=raw.rule.code, name=raw.rule.name, severity=raw.rule.severity, message=raw.message,
+            filename=parsed.path, location=Location(row, col + 1), end_location=Location(end_row, end_col + 1),
+            fix_applicability=plan.applicability if plan else None, fix_title=raw.fix_title, fix=fix,
+            precision_context=raw.precision_context, confidence=raw.confidence, noqa_row=row,
+            source_line=module.line(row), related=related,
+        ))
+    out.sort(key=lambda f: f.sort_key())
+    return out
+
+
+def _fix_context(text: str) -> Optional[FixContext]:
+    try:
+        return FixContext(text)
+    except (cst.ParserSyntaxError, RecursionError, ValueError):
+        return None
+
+
+def _build(plan, fctx: FixContext):
+    try:
+        return plan.build(fctx)
+    except (cst.ParserSyntaxError, ValueError, TypeError, AttributeError, KeyError, IndexError):
+        return None  # a fix that cannot be built is no fix; the finding still stands
+
+
+def lint_files(files: Sequence[ParsedFile], settings: Settings, want_edits: bool = False) -> List[List[Finding]]:
+    """The findings of each file, analysed together."""
+    analysis, raws = check(files, settings)
+    paths = {m.relpath: m.path for m in analysis.modules.values()}
+    return [findings_of(parsed, analysis.modules.get(i), raws.get(i, []), settings, want_edits, paths)
+            for i, parsed in enumerate(files)]
+
+
+# -- fixing ----------------------------------------------------------------------------------------
+@dataclass
+class FixOutcome:
+    texts: List[str]
+    fixed: List[int]
+    findings: List[List[Finding]]
+    converged: bool = True
+
+
+def fix_files(files: Sequence[ParsedFile], settings: Settings, want_edits: bool = False,
+              only: Optional[Sequence[int]] = None) -> FixOutcome:
+    """Fix ``files`` (or only the indexes in ``only``, the rest read for context) in rounds."""
+    current = list(files)
+    fixed = [0] * len(files)
+    allowed = set(range(len(files))) if only is None else set(only)
+    converged = False
+    analysis, raws = check(current, settings)
+    for _ in range(MAX_FIX_ROUNDS):
+        changed = False
+        for index in sorted(allowed):
+            parsed = current[index]
+            module = analysis.modules.get(index)
+            if module is None:
+                continue
+            plans = [raw.fix for raw in reportable(raws.get(index, []), parsed, module, settings)
+                     if raw.fix is not None and (raw.fix.applicability is Applicability.SAFE or settings.unsafe_fixes)]
+            if not plans:
+                continue
+            result = apply_plans(parsed.text, plans)
+            if result is None:
+                continue
+            new_text, count = result
+            current[index] = ParsedFile.parse(parsed.path, parsed.relpath, new_text, parsed.rules, parsed.syntax_check)
+            if current[index].tree is None:  # pragma: no cover - apply_plans checked it parses
+                current[index] = parsed
+                continue
+            fixed[index] += count
+            changed = True
+        if not changed:
+            converged = True
             break
-        active = active_rules(text, rules)
-        if not active:
-            break
-        if module is None:
-            try:
-                module = parse(text)
-            except (cst.ParserSyntaxError, RecursionError, ValueError):
-                break
-        ctx = run_rules(path, text, module, settings, active, project)
-        final = (ctx, suppressions)
-        candidates = [
-            raw for raw in _reportable(ctx.findings, settings)
-            if raw.fix is not None
-            and (raw.fix.applicability is Applicability.SAFE or settings.unsafe_fixes)
-            and not suppressions.suppresses(raw.rule.code, ctx.position(raw.node).start.line)
-        ]
-        if not candidates:
-            break
-        chosen = choose_compatible([raw.fix for raw in candidates])
-        new_text = apply_fixes(module, chosen)
-        if new_text == text:
-            break
-        try:
-            new_module = parse(new_text)
-            compile(new_text, path, "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
-        except (cst.ParserSyntaxError, SyntaxError, RecursionError, ValueError):
-            break
-        text, module, final = new_text, new_module, None
-        fixed += len(chosen)
-    return FixResult(text, fixed, final)
+        analysis, raws = check(current, settings)
+    paths = {m.relpath: m.path for m in analysis.modules.values()}
+    findings = [findings_of(parsed, analysis.modules.get(i), raws.get(i, []), settings, want_edits, paths)
+                for i, parsed in enumerate(current)]
+    return FixOutcome([p.text for p in current], fixed, findings, converged)
+
+
+def apply_plans(text: str, plans) -> Optional[Tuple[str, int]]:
+    """Apply the non-overlapping fixes of ``plans`` to ``text``; None when nothing applies."""
+    fctx = _fix_context(text)
+    if fctx is None:
+        return None
+    built = [b for b in (_build(plan, fctx) for plan in plans) if b is not None]
+    chosen = choose_compatible(built)
+    if not chosen:
+        return None
+    new_text = apply_fixes(fctx.module, chosen)
+    if new_text == text:
+        return None
+    try:
+        cst.parse_module(new_text)
+        compile(new_text, "<fixed>", "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
+    except (cst.ParserSyntaxError, SyntaxError, RecursionError, ValueError):
+        return None
+    return new_text, len(chosen)
+
+
+# -- one text --------------------------------------------------------------------------------------
+def lint_text(path: str, text: str, settings: Settings, rules: Sequence[type], *, syntax_check: bool = True,
+              want_edits: bool = False) -> List[Finding]:
+    """All findings of ``text`` alone (a syntax error is one AMP000 finding)."""
+    parsed = ParsedFile.parse(path, _basename(path), text, rules, syntax_check)
+    return lint_files([parsed], settings, want_edits)[0]
+
+
+def fix_text(path: str, text: str, settings: Settings, rules: Sequence[type]) -> Tuple[str, int]:
+    """(new text, number of fixes applied) for ``text`` alone. Only text that parses is returned."""
+    parsed = ParsedFile.parse(path, _basename(path), text, rules)
+    if parsed.tree is None:
+        return text, 0
+    outcome = fix_files([parsed], settings)
+    return outcome.texts[0], outcome.fixed[0]
+
+
+def _basename(path: str) -> str:
+    return path.replace("\\", "/").rsplit("/", 1)[-1] or "stdin.py"

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 from amp_lint.findings import Applicability, Severity
+from amp_lint.semantics.values import HALF
+from amp_lint.rules._migration import Migration
+from amp_lint.rules._training import framework_precision, in_test, is_test_file, training_model
 from amp_lint.rules.base import Invalid, Rule, Valid
 
 
@@ -12,12 +15,20 @@ class Fp32TrainingLoop(Rule):
     summary = "Training loop without mixed precision"
     fix_applicability = Applicability.UNSAFE
     tokens = ("backward",)
-    requires = ("training",)
+    default_enabled = False
     docs = """
     ## What it does
-    Finds training loops (forward, loss, `.backward()`, `optimizer.step()`, in a `for`/`while`
-    loop or a training-step function) in a file with no mixed precision anywhere: no autocast,
-    no GradScaler, no half-precision casts, no apex or DeepSpeed.
+    Finds training loops (a loss's `.backward()` and an optimizer's `step()` after it, in a
+    `for`/`while` loop or a training-step function) that run in fp32: nothing in the loop runs
+    under autocast, the model is not cast to half, no GradScaler scales the loss, and no framework
+    (accelerate, Lightning, Hugging Face `Trainer`, DeepSpeed, FSDP mixed precision) owns the
+    precision anywhere in the program. Optimizers are recognised by value (built by a
+    `torch.optim` class) or by use (`x.zero_grad()` and `x.step()` on the same object). Loops in
+    test files and test functions are not reported, and a loop is reported once.
+
+    This rule is off by default: an fp32 loop is a migration opportunity, not a hazard. Select it
+    (`--extend-select AMP001`) to find the loops worth migrating, and `amp-lint fix --unsafe-fixes
+    --extend-select AMP001` to migrate them.
 
     ## Why is this bad?
     On GPUs with Tensor Cores, fp16 autocast runs matmuls and convolutions several times faster
@@ -117,6 +128,7 @@ class Fp32TrainingLoop(Rule):
             import torch
 
             def train(model, loader, optimizer, accum=4):
+                model.train()
                 for i, (x, y) in enumerate(loader):
                     loss = model(x.cuda(), y.cuda()) / accum
                     loss.backward()
@@ -128,6 +140,7 @@ class Fp32TrainingLoop(Rule):
             import torch
 
             def train(model, loader, optimizer, accum=4):
+                model.train()
                 scaler = torch.amp.GradScaler("cuda")
                 for i, (x, y) in enumerate(loader):
                     with torch.autocast(device_type="cuda", dtype=torch.float16):
@@ -220,12 +233,25 @@ class Fp32TrainingLoop(Rule):
     ]
 
     def finish(self) -> None:
-        training = self.ctx.analyses["training"]
-        if training.has_mixed_precision:
+        if is_test_file(self.ctx.module.relpath) or framework_precision(self.ctx):
             return
-        for loop in training.loops:
-            fix, reason = training.migration(loop, title="Migrate the loop to torch.amp (autocast fp16 + GradScaler)")
-            message = "Training loop runs in fp32; use `torch.autocast(dtype=torch.float16)` around forward+loss and a `torch.amp.GradScaler`"
-            if fix is None:
-                message += f" (not migrated automatically: {reason})"
-            self.report(loop.backward, message, fix=fix)
+        model = training_model(self.ctx)
+        for step in model.steps:
+            if in_test(step.backward.ancestors):
+                continue
+            if step.scaled or step.scaler_steps or step.apex_with is not None or step.graph & HALF \
+                    or model.autocast_inside(step.container):
+                continue
+            if any(t.scaled for t in step.loss_tensors()):
+                continue  # hand-rolled loss scaling: mixed precision by hand
+            migration = Migration(self.ctx, model, step)
+            plan, reason = migration.plan()
+            message = "Training loop runs in fp32"
+            fix = None
+            if plan is not None:
+                message += f"; the migration {plan.describe()}"
+                fix, _ = migration.fix_plan("Migrate the loop to torch.amp (autocast fp16 + GradScaler)")
+            else:
+                message += (": use `torch.autocast(dtype=torch.float16)` around forward+loss and a "
+                            f"`torch.amp.GradScaler` (not migrated automatically: {reason})")
+            self.report(step.backward.node, message, fix=fix)

@@ -1,8 +1,14 @@
 """AMP101 half-model-training."""
 from __future__ import annotations
 
+import ast
+from typing import Dict, List, Tuple
+
 from amp_lint.findings import Applicability, Severity
+from amp_lint.rules._training import framework_precision, migration_plan, training_model
 from amp_lint.rules.base import Invalid, Rule, Valid
+from amp_lint.semantics.torch_api import node_key, param_dtypes
+from amp_lint.semantics.values import BF16, F16, HALF, Origin, Scalar
 
 
 class HalfModelTraining(Rule):
@@ -11,16 +17,18 @@ class HalfModelTraining(Rule):
     severity = Severity.ERROR
     summary = "Model cast wholesale to fp16/bf16 and trained without fp32 master weights"
     fix_applicability = Applicability.UNSAFE
-    tokens = ("half", "float16", "bfloat16")
-    requires = ("training",)
+    tokens = ("half", "float16", "bfloat16", "precision")
     docs = """
     ## What it does
     Finds a module cast wholesale to half precision (`model.half()`, `.bfloat16()`,
     `.to(torch.float16)`, `.to(dtype=...)`, `from_pretrained(..., torch_dtype=torch.float16)`)
-    whose parameters are then optimized by a standard optimizer (`torch.optim.*` or an
-    optimizer-building function) in a training loop. Wrappers that keep fp32 master weights
-    (apex O2, fairseq `FP16Optimizer`, DeepSpeed fp16, Kahan-summation optimizers) and
-    inference-only casts (no optimizer over those parameters) are not reported.
+    whose parameters an optimizer is then built over, anywhere in the program (the cast in one
+    file, the optimizer in another counts). It follows the parameters by dataflow, so a cast that
+    is undone (`model.half().float()`), an optimizer over fp32 master copies of the parameters,
+    and optimizers handed to a wrapper that keeps fp32 master weights (apex O2, fairseq
+    `FP16Optimizer`, DeepSpeed, Kahan-summation optimizers) are not reported, nor are
+    inference-only casts (no optimizer over those parameters). Pure low-precision training owned
+    by Lightning (`precision="bf16-true"` / `"16-true"`) is reported at the `Trainer`.
 
     ## Why is this bad?
     Without fp32 master weights every update `lr * grad` is rounded to the parameter's
@@ -121,25 +129,64 @@ class HalfModelTraining(Rule):
         ),
     ]
 
+    def visit_Call(self, node: ast.Call) -> None:
+        key = node_key(self.ctx.module.relpath, node)
+        trained = self._trained().get(key)
+        if trained is not None:
+            self._report_cast(node, trained)
+
+    def _trained(self) -> Dict[Tuple[str, int, int, int, int], Origin]:
+        """Origins (cast sites) of half parameters that an optimizer without master weights trains."""
+        cache = getattr(self, "_cache", None)
+        if cache is None:
+            facts = self.ctx.facts
+            cache = {origin.key: origin for site, origin in facts.interpreter.half_optimizers
+                     if not facts.master_wrapped(site)}
+            self._cache = cache
+        return cache
+
+    def _report_cast(self, node: ast.Call, origin: Origin) -> None:
+        dtype = "bfloat16" if self._dtype(node) == BF16 else "float16"
+        model = training_model(self.ctx)
+        steps = [s for s in model.steps if not s.scaled and s.apex_with is None
+                 and any(_trains(o, origin) for o in s.optimizers())]
+        fix, reason = None, "no training loop over this model was recognised in this file"
+        if len(steps) == 1:
+            fix, reason = migration_plan(
+                self.ctx, steps[0], f"Keep the model in fp32 and use autocast({dtype})"
+                + (" + GradScaler" if dtype == "float16" else ""), dtype=dtype, remove_casts=True)
+        text = self.ctx.segment(node.func.value if isinstance(node.func, ast.Attribute) else node, 40)
+        message = (f"`{text}` is cast to {dtype} and trained without fp32 master weights; keep it in fp32 and use "
+                   "`torch.autocast`" + (" with a `torch.amp.GradScaler`" if dtype == "float16" else ""))
+        if origin.condition:
+            message += f" (when `{origin.condition}`)"
+        if fix is None:
+            message += f" (not migrated automatically: {reason})"
+        self.report(node, message, fix=fix, precision_context="PURE_FP16" if dtype == "float16" else "PURE_BF16")
+
+    def _dtype(self, node: ast.Call) -> int:
+        for obs in self.ctx.observations(node):
+            value = obs.value(node)
+            for option in getattr(value, "options", (value,)):
+                cast = getattr(option, "cast", 0) or getattr(option, "dtypes", 0)
+                if cast & HALF:
+                    return cast & HALF
+        return F16
+
     def finish(self) -> None:
-        training = self.ctx.analyses["training"]
-        if training.has_master_weights() or not training.loops:
-            return
-        optimized = training.optimized_models()
-        loops = [loop for loop in training.loops if not loop.scaled and loop.apex_with is None]
-        for cast in training.model_casts():
-            optimizer = optimized.get(cast.target)
-            if optimizer is None or optimizer.kind not in ("standard", "builder"):
-                continue
-            fix, reason = None, "no training loop over this model was recognised"
-            if len(loops) == 1:
-                fix, reason = training.migration(
-                    loops[0], title=f"Keep the model in fp32 and use autocast({cast.dtype})"
-                    + (" + GradScaler" if cast.dtype == "float16" else ""),
-                    dtype=cast.dtype, remove_casts=True)
-            message = (f"`{cast.target}` is cast to {cast.dtype} and trained by `{optimizer.name}` without fp32 master "
-                       f"weights; keep it in fp32 and use `torch.autocast`"
-                       + (" with a `torch.amp.GradScaler`" if cast.dtype == "float16" else ""))
-            if fix is None:
-                message += f" (not migrated automatically: {reason})"
-            self.report(cast.call, message, fix=fix, precision_context="PURE_FP16" if cast.dtype == "float16" else "PURE_BF16")
+        for kind, precision in framework_precision(self.ctx):
+            del kind, precision  # reported at the Trainer below
+        for node in ast.walk(self.ctx.tree):
+            if isinstance(node, ast.Call) and any(
+                    isinstance(kw.value, ast.Constant) and kw.arg == "precision"
+                    and str(kw.value.value) in ("bf16-true", "16-true", "bf16", "half") for kw in node.keywords):
+                name = self.ctx.qualified(node.func) or ""
+                if name.split(".")[0] in ("lightning", "pytorch_lightning", "lightning_fabric"):
+                    self.report(node, "Lightning trains in pure low precision here (parameters and optimizer state "
+                                      "in half, no fp32 master weights); use `precision=\"bf16-mixed\"` or "
+                                      "`\"16-mixed\"`", precision_context="PURE_BF16")
+
+
+def _trains(optimizer, origin: Origin) -> bool:
+    _, _, found = param_dtypes(optimizer.get("params") or Scalar("other"))
+    return found is not None and found.key == origin.key

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 from amp_lint.findings import Applicability, Severity
+from amp_lint.rules._training import migration_plan, training_model
 from amp_lint.rules.base import Invalid, Rule, Valid
+from amp_lint.semantics.values import F16
 
 
 class BackwardWithoutLossScaling(Rule):
@@ -12,12 +14,14 @@ class BackwardWithoutLossScaling(Rule):
     summary = "`.backward()` on an fp16 loss without a GradScaler"
     fix_applicability = Applicability.UNSAFE
     tokens = ("backward",)
-    requires = ("training",)
     docs = """
     ## What it does
-    Finds `.backward()` on a loss computed under float16 autocast (AUTOCAST_FP16) or by a model
-    cast wholesale to float16 (PURE_FP16) when the file has no `GradScaler` or other loss scaler
-    (apex, a master-weight optimizer wrapper, a hand-written `(loss * scale).backward()`).
+    Finds `.backward()` on a loss whose graph went through float16 - computed under float16
+    autocast (AUTOCAST_FP16, also a dtype picked at run time such as `{...}[args.dtype]`) or by a
+    model cast wholesale to float16 (PURE_FP16) - when nothing scales it: no `GradScaler`, no
+    apex `amp.scale_loss`, no hand-written `loss * loss_scale`. Loops whose backward belongs to
+    a framework (`accelerator.backward`, a DeepSpeed engine, a fairseq/apex master-weight
+    optimizer's `optimizer.backward(loss)`) are not `loss.backward()` and are not reported.
     bfloat16 needs no loss scaling and is not reported.
 
     ## Why is this bad?
@@ -118,23 +122,26 @@ class BackwardWithoutLossScaling(Rule):
     ]
 
     def finish(self) -> None:
-        training = self.ctx.analyses["training"]
-        if training.scalers or training.has_master_weights():
-            return
-        pure = [c for c in training.model_casts() if c.dtype == "float16"]
-        for loop in training.loops:
-            if loop.scaled or loop.manual_scale or loop.apex_with is not None:
+        model = training_model(self.ctx)
+        for step in model.steps:
+            if step.scaled or step.apex_with is not None or any(t.scaled for t in step.loss_tensors()):
                 continue
-            if loop.autocast is not None and loop.autocast.dtype == "float16":
-                context = "AUTOCAST_FP16"
-            elif pure and not (loop.autocast is not None and loop.autocast.dtype == "bfloat16"):
-                context = "PURE_FP16"
-            else:
+            tensors = step.loss_tensors()
+            autocast = model.autocast_inside(step.container) & F16 or any(
+                obs.state is not None and obs.state[1] == F16 for obs in step.backward.observations)
+            pure = step.graph & F16 and not autocast
+            if not (autocast or pure):
                 continue
-            fix, reason = training.migration(
-                loop, title="Route backward/step through a torch.amp.GradScaler", remove_casts=context == "PURE_FP16")
+            context = "AUTOCAST_FP16" if autocast else "PURE_FP16"
+            fix, reason = migration_plan(self.ctx, step, "Route backward/step through a torch.amp.GradScaler",
+                                         remove_casts=bool(pure))
             message = (f"`.backward()` on a float16 loss ({context}) without loss scaling: small gradients flush to "
-                       f"zero; use `torch.amp.GradScaler`")
+                       "zero; use `torch.amp.GradScaler`")
+            condition = next((t.origin.condition for t in tensors if t.origin is not None and t.origin.condition),
+                             None)
+            if condition:
+                message += f" (when `{condition}`)"
             if fix is None:
                 message += f" (not migrated automatically: {reason})"
-            self.report(loop.backward, message, fix=fix, precision_context=context)
+            self.report(step.backward.node, message, fix=fix, precision_context=context,
+                        evidence=step.backward.observations[0].evidence(tensors[0] if tensors else None))

@@ -1,15 +1,18 @@
 """AMP103 incomplete-scaler-protocol."""
 from __future__ import annotations
 
-from typing import List
+import ast
+from typing import List, Optional
 
 import libcst as cst
 
-from amp_lint.analysis.training_loop import BlockEdits, parse_statement, receiver, statement_of
 from amp_lint.engine.fixes import CstFix
-from amp_lint.engine.names import dotted_name
+from amp_lint.engine.fixing import FixContext, FixPlan
 from amp_lint.findings import Applicability, Severity
+from amp_lint.rules._migration import BlockEdits, parse_statement
+from amp_lint.rules._training import training_model
 from amp_lint.rules.base import Invalid, Rule, Valid
+from amp_lint.semantics.training import Event, TrainingStep
 
 
 class IncompleteScalerProtocol(Rule):
@@ -19,23 +22,26 @@ class IncompleteScalerProtocol(Rule):
     summary = "GradScaler-scaled backward without `scaler.step` / `scaler.update()`"
     fix_applicability = Applicability.SAFE
     tokens = ("scale",)
-    requires = ("training",)
     docs = """
     ## What it does
     Finds a loop that runs `scaler.scale(loss).backward()` and then calls `optimizer.step()`
     directly instead of `scaler.step(optimizer)`, or calls `scaler.step(...)` with no
-    `scaler.update()` after it in the loop.
+    `scaler.update()` after it in the loop, or - in gradient accumulation - calls
+    `scaler.unscale_(optimizer)` on every micro-batch while `scaler.step`/`update` run only on
+    stepping iterations.
 
     ## Why is this bad?
     `optimizer.step()` on scaled gradients applies an update 65536 times too large (the default
     initial scale) and never skips inf/NaN steps: the weights blow up silently. Without
     `scaler.update()` the scale never adapts: after one overflow every later step is skipped, or
-    the scale stays too small.
+    the scale stays too small. A second `unscale_` before `update()` raises `RuntimeError:
+    unscale_() has already been called on this optimizer since the last update().`
 
     ## Fix safety
     The fix is safe: it routes the step through the scaler (`scaler.step(optimizer)`) and
     inserts `scaler.update()` after the last `scaler.step` of the iteration, in the same block
-    (so gradient-accumulation loops still update only on stepping iterations).
+    (so gradient-accumulation loops still update only on stepping iterations). The accumulation
+    case has no fix: move `unscale_` (and the clipping) under the stepping condition.
 
     ## References
     - https://pytorch.org/docs/stable/amp.html#gradient-scaling
@@ -103,42 +109,90 @@ class IncompleteScalerProtocol(Rule):
     ]
 
     def finish(self) -> None:
-        training = self.ctx.analyses["training"]
-        for loop in training.loops:
-            if not loop.scaled:
+        for step in training_model(self.ctx).steps:
+            if not step.scaled or step.apex_with is not None:
                 continue
-            scaler = dotted_name(receiver(receiver(loop.backward)))
+            scaler = _scaler_text(step)
             if scaler is None:
                 continue
-            if loop.steps:
-                edits = BlockEdits()
-                needs_update = not loop.scaler_updates
-                for position, site in enumerate(loop.steps):
-                    found = statement_of(site.stack)
-                    opt = dotted_name(receiver(site.node))
-                    last = needs_update and position == len(loop.steps) - 1
-                    fix = None
-                    if found is not None and isinstance(found[0], cst.SimpleStatementLine) and len(found[0].body) == 1 \
-                            and isinstance(found[0].body[0], cst.Expr) and found[0].body[0].value is site.node:
-                        new: List[cst.BaseStatement] = [parse_statement(f"{scaler}.step({opt})", found[0])]
-                        if last:
-                            new.append(parse_statement(f"{scaler}.update()"))
-                        edits.replace(found[1], found[2], lambda _s, new=new: new)
-                        fix = CstFix(f"Use `{scaler}.step({opt})`" + (f" and `{scaler}.update()`" if last else ""),
-                                     Applicability.SAFE)
-                        edits.apply_to(fix)
-                        edits = BlockEdits()
-                    self.report(site.node, f"`{opt}.step()` after `{scaler}.scale(loss).backward()` applies the scaled "
-                                f"gradients (65536x by default) and never skips inf steps; use `{scaler}.step({opt})`",
-                                fix=fix)
-            elif loop.scaler_steps and not loop.scaler_updates:
-                site = loop.scaler_steps[-1]
-                found = statement_of(site.stack)
-                fix = None
-                if found is not None and isinstance(found[0], cst.SimpleStatementLine):
-                    edits = BlockEdits()
-                    edits.insert_after(found[1], found[2], [parse_statement(f"{scaler}.update()")])
-                    fix = CstFix(f"Insert `{scaler}.update()`", Applicability.SAFE)
-                    edits.apply_to(fix)
-                self.report(site.node, f"`{scaler}.step(...)` without `{scaler}.update()` in the loop: the loss scale "
-                            f"never adapts", fix=fix)
+            if step.steps:
+                event = step.steps[0]
+                opt = ast.unparse(event.receiver) if event.receiver is not None else "optimizer"
+                plan = FixPlan(f"Use `{scaler}.step({opt})`", Applicability.SAFE,
+                               lambda fctx, event=event, opt=opt: _route_step(fctx, event, scaler, opt,
+                                                                           not step.updates))
+                self.report(event.node, f"`{opt}.step()` after `{scaler}.scale(loss).backward()` applies the still "
+                                        "scaled gradients (65536x too large by default) and never skips inf steps; use "
+                                        f"`{scaler}.step({opt})` and `{scaler}.update()`", fix=plan)
+                continue
+            if step.scaler_steps and not step.updates:
+                last = max(step.scaler_steps, key=lambda e: e.position)
+                plan = FixPlan(f"Insert `{scaler}.update()`", Applicability.SAFE,
+                               lambda fctx, last=last: _insert_update(fctx, last, scaler))
+                self.report(last.node, f"`{scaler}.step(...)` without `{scaler}.update()` in the loop: the scale never "
+                                       "adapts (after an overflow every later step is skipped)", fix=plan)
+                continue
+            self._accumulation(step, scaler)
+
+    def _accumulation(self, step: TrainingStep, scaler: str) -> None:
+        """``unscale_`` on every micro-batch, ``step``/``update`` only under an accumulation guard."""
+        for unscale in step.unscales:
+            guards = [g for e in step.scaler_steps for g in _guards(e, step)]
+            if guards and not any(any(a is g for a in unscale.ancestors) for g in guards):
+                self.report(unscale.node, f"`{scaler}.unscale_(...)` runs on every micro-batch but `{scaler}.step` "
+                                          f"only under `{ast.unparse(guards[0].test)}`: the second micro-batch raises "
+                                          "\"unscale_() has already been called on this optimizer since the last "
+                                          "update()\"; unscale (and clip) only on stepping iterations")
+                return
+
+
+def _scaler_text(step: TrainingStep) -> Optional[str]:
+    receiver = step.backward.receiver
+    if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute):
+        return ast.unparse(receiver.func.value)
+    return None
+
+
+def _guards(event: Event, step: TrainingStep) -> List[ast.If]:
+    """The ``if`` statements between the loop and ``event`` that the backward is not under."""
+    return [a for a in event.ancestors if isinstance(a, ast.If) and not any(a is b for b in step.backward.ancestors)
+            and step.container is not None and any(a is n for n in ast.walk(step.container))]
+
+
+def _locate(fctx: FixContext, event: Event):
+    stmt = next((a for a in reversed(event.ancestors) if isinstance(a, ast.stmt)), None)
+    node = fctx.node(stmt) if stmt is not None else None
+    line = fctx.statement(node) if node is not None else None
+    block = fctx.parent(line) if line is not None else None
+    if not isinstance(line, cst.SimpleStatementLine) or not isinstance(block, (cst.IndentedBlock, cst.Module)):
+        return None
+    return block, [i for i, s in enumerate(block.body) if s is line][0]
+
+
+def _route_step(fctx: FixContext, event: Event, scaler: str, opt: str, add_update: bool) -> Optional[CstFix]:
+    found = _locate(fctx, event)
+    if found is None:
+        return None
+    block, index = found
+    edits = BlockEdits()
+
+    def make(stmt):
+        first = stmt.with_changes(body=[stmt.body[0].with_changes(value=cst.parse_expression(f"{scaler}.step({opt})"))])
+        return [first] + ([parse_statement(f"{scaler}.update()")] if add_update else [])
+
+    edits.replace(block, index, make)
+    fix = CstFix(f"Use `{scaler}.step({opt})`", Applicability.SAFE)
+    edits.apply_to(fix)
+    return fix
+
+
+def _insert_update(fctx: FixContext, event: Event, scaler: str) -> Optional[CstFix]:
+    found = _locate(fctx, event)
+    if found is None:
+        return None
+    block, index = found
+    edits = BlockEdits()
+    edits.insert_after(block, index, [parse_statement(f"{scaler}.update()")])
+    fix = CstFix(f"Insert `{scaler}.update()`", Applicability.SAFE)
+    edits.apply_to(fix)
+    return fix

@@ -1,13 +1,17 @@
 """AMP104 clip-before-unscale."""
 from __future__ import annotations
 
-import libcst as cst
+import ast
+from typing import Optional
 
-from amp_lint.analysis.training_loop import BlockEdits, parse_statement, receiver, statement_of
 from amp_lint.engine.fixes import CstFix
-from amp_lint.engine.names import dotted_name
+from amp_lint.engine.fixing import FixContext, FixPlan
 from amp_lint.findings import Applicability, Severity
+from amp_lint.rules._migration import BlockEdits, parse_statement
+from amp_lint.rules._training import training_model
+from amp_lint.rules.amp103_incomplete_scaler_protocol import _locate, _scaler_text
 from amp_lint.rules.base import Invalid, Rule, Valid
+from amp_lint.semantics.training import Event
 
 
 class ClipBeforeUnscale(Rule):
@@ -17,7 +21,6 @@ class ClipBeforeUnscale(Rule):
     summary = "Gradient clipping on still-scaled gradients"
     fix_applicability = Applicability.SAFE
     tokens = ("clip_grad",)
-    requires = ("training",)
     docs = """
     ## What it does
     Finds gradient clipping (`torch.nn.utils.clip_grad_norm_` / `clip_grad_value_`, or a
@@ -79,25 +82,33 @@ class ClipBeforeUnscale(Rule):
     ]
 
     def finish(self) -> None:
-        training = self.ctx.analyses["training"]
-        for loop in training.loops:
-            if not loop.scaled:
+        for step in training_model(self.ctx).steps:
+            if not step.scaled or step.apex_with is not None or not step.scaler_steps:
                 continue
-            scaler = dotted_name(receiver(receiver(loop.backward)))
+            scaler = _scaler_text(step)
             if scaler is None:
                 continue
-            start = training.pos(loop.backward)
-            for clip in loop.clips:
-                where = training.pos(clip.node)
-                if any(start < training.pos(u.node) < where for u in loop.unscales):
+            first_step = min(e.position for e in step.scaler_steps)
+            optimizers = [ast.unparse(e.node.args[0]) for e in step.scaler_steps if e.node.args]
+            for clip in step.clips:
+                if clip.position > first_step:
                     continue
-                found = statement_of(clip.stack)
-                fix = None
-                if found is not None and isinstance(found[0], cst.SimpleStatementLine) and loop.optimizers:
-                    edits = BlockEdits()
-                    edits.insert_before(found[1], found[2],
-                                        [parse_statement(f"{scaler}.unscale_({opt})") for opt in loop.optimizers])
-                    fix = CstFix(f"Insert `{scaler}.unscale_(...)` before clipping", Applicability.SAFE)
-                    edits.apply_to(fix)
-                self.report(clip.node, f"Gradient clipping on gradients still scaled by `{scaler}`: call "
-                            f"`{scaler}.unscale_(optimizer)` before clipping", fix=fix)
+                if any(step.backward.position < u.position < clip.position for u in step.unscales):
+                    continue
+                plan = FixPlan(f"Insert `{scaler}.unscale_(...)` before clipping", Applicability.SAFE,
+                               lambda fctx, clip=clip: _insert_unscale(fctx, clip, scaler, optimizers))
+                self.report(clip.node, f"Gradient clipping on still-scaled gradients (after `{scaler}.scale(loss)"
+                                       f".backward()`, before `{scaler}.step`): the clip threshold is compared with a "
+                                       f"norm 65536x too large; call `{scaler}.unscale_(optimizer)` first", fix=plan)
+
+
+def _insert_unscale(fctx: FixContext, clip: Event, scaler: str, optimizers) -> Optional[CstFix]:
+    found = _locate(fctx, clip)
+    if found is None or not optimizers:
+        return None
+    block, index = found
+    edits = BlockEdits()
+    edits.insert_before(block, index, [parse_statement(f"{scaler}.unscale_({o})") for o in dict.fromkeys(optimizers)])
+    fix = CstFix(f"Insert `{scaler}.unscale_(...)` before clipping", Applicability.SAFE)
+    edits.apply_to(fix)
+    return fix

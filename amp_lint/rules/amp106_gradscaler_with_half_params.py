@@ -1,8 +1,11 @@
 """AMP106 gradscaler-with-half-params."""
 from __future__ import annotations
 
+import ast
+
 from amp_lint.findings import Severity
 from amp_lint.rules.base import Invalid, Rule, Valid
+from amp_lint.semantics.torch_api import node_key
 
 
 class GradScalerWithHalfParams(Rule):
@@ -11,11 +14,11 @@ class GradScalerWithHalfParams(Rule):
     severity = Severity.ERROR
     summary = "GradScaler over float16 parameters"
     tokens = ("GradScaler",)
-    requires = ("training",)
     docs = """
     ## What it does
-    Finds a `GradScaler(...)` construction in a file whose trained model is cast wholesale to
-    float16 (`model.half()`, `.to(torch.float16)`, ...) and optimized by a standard optimizer.
+    Finds a `GradScaler(...)` whose `step`/`unscale_` receives an optimizer of float16 or
+    bfloat16 parameters (a model cast wholesale with `model.half()`, `.to(torch.float16)`, ...),
+    followed by dataflow from the cast to the optimizer to the scaler, across files.
 
     ## Why is this bad?
     `GradScaler.unscale_` (called by `scaler.step` or explicitly) refuses float16 gradients:
@@ -50,20 +53,24 @@ class GradScalerWithHalfParams(Rule):
             model = Net().cuda().half()
             optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
             scaler = torch.amp.GradScaler("cuda")
+            for x, y in loader:
+                loss = loss_fn(model(x), y)
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
             """,
         ),
     ]
 
-    def finish(self) -> None:
-        training = self.ctx.analyses["training"]
-        if training.has_master_weights():
-            return
-        optimized = training.optimized_models()
-        half = [c for c in training.model_casts() if c.dtype == "float16" and c.target in optimized
-                and optimized[c.target].kind in ("standard", "builder")]
+    def visit_Call(self, node: ast.Call) -> None:
+        half = self.ctx.facts.interpreter.half_scalers
         if not half:
             return
-        for site in training.scalers:
-            self.report(site.node, f"GradScaler over float16 parameters of `{half[0].target}`: unscaling raises "
-                        f"\"Attempting to unscale FP16 gradients.\"; keep the model in fp32 and use torch.autocast",
-                        precision_context="PURE_FP16")
+        origin = half.get(":".join(map(str, node_key(self.ctx.module.relpath, node))))
+        if origin is None:
+            return
+        message = (f"This GradScaler unscales gradients of half-precision parameters (cast at {origin.path}:"
+                   f"{origin.line}): it raises \"Attempting to unscale FP16 gradients\"; keep the model in fp32 "
+                   "and use `torch.autocast`")
+        self.report(node, message, evidence=(self.ctx.observations(node)[0].evidence(None)
+                                              if self.ctx.observations(node) else ()))

@@ -1,18 +1,19 @@
 """AMP201 softmax-in-fp16."""
 from __future__ import annotations
 
-from typing import Optional
+import ast
+from typing import List, Optional, Tuple
 
 import libcst as cst
 
-from amp_lint.analysis.precision import (
-    PROJECT_TOKENS,
-    cuda_autocast, is_half, method_call, per_context, simple_stand_in, tensor_receiver, torch_ref, where,
-)
 from amp_lint.engine import codegen
 from amp_lint.engine.fixes import CstFix
+from amp_lint.engine.fixing import FixContext, FixPlan
 from amp_lint.findings import Applicability, Severity
-from amp_lint.rules.base import Invalid, Rule, Valid, find_arg
+from amp_lint.rules._numerics import PROJECT_TOKENS, callee_name, half_of, module_class, stand_in, tensor_receiver
+from amp_lint.rules.base import Hazard, Invalid, Rule, Valid, find_arg
+from amp_lint.semantics.facts import Observation
+from amp_lint.semantics.values import Tensor
 
 _FUNCS = {
     "torch.softmax": "softmax", "torch.log_softmax": "log_softmax", "torch.nn.functional.softmax": "softmax",
@@ -30,7 +31,6 @@ class SoftmaxInFp16(Rule):
     summary = "softmax / log_softmax computed in half precision"
     fix_applicability = Applicability.UNSAFE
     tokens = ("softmax", "Softmax") + PROJECT_TOKENS
-    requires = ("precision",)
     docs = """
     ## What it does
     Finds `softmax` / `log_softmax` (functional, `torch.`, Tensor method, `nn.Softmax` /
@@ -156,8 +156,10 @@ class SoftmaxInFp16(Rule):
             class Attn(nn.Module):
                 def __init__(self):
                     super().__init__()
+                    self.score = nn.Linear(64, 8)
                     self.softmax = nn.Softmax(dim=-1)
-                def forward(self, scores):
+                def forward(self, x):
+                    scores = self.score(x)
                     return self.softmax(scores)
             attn = Attn().to(torch.float16)
             """,
@@ -167,59 +169,72 @@ class SoftmaxInFp16(Rule):
             class Attn(nn.Module):
                 def __init__(self):
                     super().__init__()
+                    self.score = nn.Linear(64, 8)
                     self.softmax = nn.Softmax(dim=-1)
-                def forward(self, scores):
+                def forward(self, x):
+                    scores = self.score(x)
                     return self.softmax(scores.float()).type_as(scores)
             attn = Attn().to(torch.float16)
             """,
         ),
     ]
 
-    def visit_Call(self, node: cst.Call) -> None:
-        prec = self.ctx.analyses["precision"]
-        func = node.func
-        qualified = self.ctx.qualify(func)
-        kind: Optional[str] = None
-        source: Optional[cst.BaseExpression] = None
-        form = "function"
-        mod = prec.module_of(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
-        if mod is not None:
-            if mod.cls in _MODULES and node.args:
-                kind, source, form = _MODULES[mod.cls], node.args[0].value, "module"
-        elif qualified in _FUNCS:
-            kind = _FUNCS[qualified]
-            arg = find_arg(node, "input", 0)
-            source = arg.value if arg else None
-        elif isinstance(func, cst.Attribute) and func.attr.value in ("softmax", "log_softmax") and qualified is None:
-            source = tensor_receiver(prec, func)
-            kind, form = func.attr.value, "method"
-        if kind is None or source is None:
+    def visit_Call(self, node: ast.Call) -> None:
+        hazards: List[Hazard] = []
+        found: List[Tuple[Observation, Tensor]] = []
+        site: Optional[Tuple[str, ast.AST, str]] = None
+        for obs in self.ctx.observations(node):
+            matched = self._match(obs, node)
+            if matched is None:
+                continue
+            kind, source, form = matched
+            if find_arg(node, "dtype", 3 if form == "function" else 2) is not None:
+                return
+            tensor = half_of(obs, source)
+            if tensor is None or obs.cuda_autocast:
+                continue
+            site = matched
+            found.append((obs, tensor))
+            hazards.append(Hazard(obs, f"`{kind}` runs {obs.where(tensor)}; compute it in float32 and cast "
+                                       "back", obs.label(tensor.dtypes), tensor))
+        if site is None:
             return
-        if find_arg(node, "dtype", 3 if form == "function" else 2) is not None:
-            return
-        values = prec.value(source)
+        kind, source, form = site
+        back = stand_in(source, found)
+        plan = None
+        if back is not None:
+            plan = FixPlan("Compute the softmax in float32 and cast back", Applicability.UNSAFE,
+                           lambda fctx: self._fix(fctx, node, back, form))
+        self.report_hazard(node, hazards, fix=plan)
 
-        def decide(context, i):
-            d = values[i]
-            if not is_half(d) or cuda_autocast(context):
-                return None
-            return f"`{kind}` runs {where(context, d)}; compute it in float32 and cast back"
+    def _match(self, obs: Observation, node: ast.Call) -> Optional[Tuple[str, ast.AST, str]]:
+        """(softmax or log_softmax, its input, call form) when ``node`` is a softmax here."""
+        name = callee_name(obs, node)
+        if name in _FUNCS:
+            source = find_arg(node, "input", 0)
+            return (_FUNCS[name], source, "function") if source is not None else None
+        cls = module_class(obs, node)
+        if cls in _MODULES and node.args:
+            return _MODULES[cls], node.args[0], "module"
+        if isinstance(node.func, ast.Attribute) and node.func.attr in ("softmax", "log_softmax"):
+            receiver = tensor_receiver(obs, node)
+            if receiver is not None:
+                return node.func.attr, receiver, "method"
+        return None
 
-        stand_ins = simple_stand_in(prec, source)
-        prec.report_when(self, node, per_context(prec, decide),
-                         fix=lambda i: self._fix(node, stand_ins(i), form))
-
-    def _fix(self, node: cst.Call, stand_in: Optional[cst.BaseExpression], form: str) -> Optional[CstFix]:
-        if stand_in is None:
+    def _fix(self, fctx: FixContext, node: ast.Call, back: ast.AST, form: str) -> Optional[CstFix]:
+        call = fctx.node(node)
+        back_node = fctx.node(back)
+        if not isinstance(call, cst.Call) or back_node is None:
             return None
-        back = cst.parse_expression(self.ctx.code(stand_in))
-        f32, imports = torch_ref(self.ctx, "torch.float32")
+        back_expr = cst.parse_expression(fctx.code(back_node))
+        f32, imports = fctx.torch_ref("torch.float32")
         fix = CstFix("Compute the softmax in float32 and cast back", Applicability.UNSAFE, add_imports=imports)
         if form == "module":
-            args = list(node.args)
-            args[0] = args[0].with_changes(value=method_call(args[0].value, "float"))
-            new = node.with_changes(args=args)
+            args = list(call.args)
+            args[0] = args[0].with_changes(value=codegen.method_call(args[0].value, "float"))
+            new: cst.BaseExpression = call.with_changes(args=args)
         else:
-            new = codegen.call(node.func, list(node.args) + [codegen.keyword("dtype", f32)], like=node)
-        fix.replace(node, method_call(new, "type_as", [cst.Arg(back)]))
+            new = codegen.call(call.func, list(call.args) + [codegen.keyword("dtype", f32)], like=call)
+        fix.replace(call, codegen.method_call(new, "type_as", [cst.Arg(back_expr)]))
         return fix

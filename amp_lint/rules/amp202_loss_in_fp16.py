@@ -1,15 +1,17 @@
 """AMP202 loss-in-fp16."""
 from __future__ import annotations
 
-from typing import List, Optional
+import ast
+from typing import List, Optional, Tuple
 
-import libcst as cst
-
-from amp_lint.analysis.precision import PROJECT_TOKENS, N, is_half, method_call, per_context, where
 from amp_lint.data.ops import LOSSES, MODULE_OPS
+from amp_lint.engine import codegen
 from amp_lint.engine.fixes import CstFix
+from amp_lint.engine.fixing import FixContext, FixPlan
 from amp_lint.findings import Applicability, Severity
-from amp_lint.rules.base import Invalid, Rule, Valid
+from amp_lint.rules._numerics import PROJECT_TOKENS, callee_name, half_of, module_class
+from amp_lint.rules.base import Hazard, Invalid, Rule, Valid
+from amp_lint.semantics.facts import Observation
 
 _KEYWORDS = ("input", "target")
 
@@ -21,7 +23,6 @@ class LossInFp16(Rule):
     summary = "Loss computed on half-precision inputs outside autocast"
     fix_applicability = Applicability.UNSAFE
     tokens = ("loss", "Loss", "entropy", "kl_div") + PROJECT_TOKENS
-    requires = ("precision",)
     docs = """
     ## What it does
     Finds a loss (`F.cross_entropy`, `F.mse_loss`, ... or an `nn.*Loss` instance) called on
@@ -104,44 +105,53 @@ class LossInFp16(Rule):
         ),
     ]
 
-    def visit_Call(self, node: cst.Call) -> None:
-        prec = self.ctx.analyses["precision"]
-        qualified = self.ctx.qualify(node.func)
-        loss: Optional[str] = None
-        if qualified and qualified.startswith("torch.nn.functional."):
-            short = qualified.rsplit(".", 1)[-1]
-            if short in LOSSES:
-                loss = short
-        elif isinstance(node.func, (cst.Name, cst.Attribute)) and qualified is None:
-            mod = prec.module_of(node.func)
-            if mod is not None and mod.cls and mod.cls.startswith("torch.nn."):
-                op = MODULE_OPS.get(mod.cls.rsplit(".", 1)[-1])
-                if op in LOSSES:
-                    loss = op
-        if loss is None:
-            return
-        count = LOSSES[loss]
-        inputs: List[cst.Arg] = []
-        positional = [a for a in node.args if a.keyword is None and not a.star]
-        inputs.extend(positional[:count])
-        inputs.extend(a for a in node.args if a.keyword is not None and a.keyword.value in _KEYWORDS[:count])
-        if not inputs:
-            return
-        vectors = [prec.value(a.value) for a in inputs]
+    def visit_Call(self, node: ast.Call) -> None:
+        hazards: List[Hazard] = []
+        half_inputs: List[ast.AST] = []
+        for obs in self.ctx.observations(node):
+            loss = self._loss(obs, node)
+            if loss is None:
+                continue
+            if obs.autocast:
+                continue  # autocast (CUDA and CPU) runs every loss in float32
+            inputs = self._inputs(node, LOSSES[loss])
+            halves = [(arg, half_of(obs, arg)) for arg in inputs]
+            halves = [(arg, t) for arg, t in halves if t is not None]
+            if not halves:
+                continue
+            for arg, _ in halves:
+                if arg not in half_inputs:
+                    half_inputs.append(arg)
+            tensor = halves[0][1]
+            hazards.append(Hazard(obs, f"`{loss}` computed {obs.where(tensor)}; call `.float()` on its inputs",
+                                  obs.label(tensor.dtypes), tensor))
+        if hazards:
+            plan = FixPlan("Call `.float()` on the loss inputs", Applicability.UNSAFE,
+                           lambda fctx: self._fix(fctx, half_inputs))
+            self.report_hazard(node, hazards, fix=plan)
 
-        def decide(context, i):
-            if context.kind == "AUTOCAST":
-                return None
-            half = [v[i] for v in vectors if is_half(v[i])]
-            if not half:
-                return None
-            return f"`{loss}` computed {where(context, half[0])}; call `.float()` on its inputs"
+    def _loss(self, obs: Observation, node: ast.Call) -> Optional[str]:
+        name = callee_name(obs, node)
+        if name and name.startswith("torch.nn.functional."):
+            short = name.rsplit(".", 1)[-1]
+            return short if short in LOSSES else None
+        cls = module_class(obs, node)
+        if cls and cls.startswith("torch.nn."):
+            op = MODULE_OPS.get(cls.rsplit(".", 1)[-1])
+            return op if op in LOSSES else None
+        return None
 
-        messages = per_context(prec, decide)
-        if not any(messages):
-            return
-        half_args = [a for a, v in zip(inputs, vectors) if any(is_half(v[i]) for i in range(N) if messages[i])]
+    @staticmethod
+    def _inputs(node: ast.Call, count: int) -> List[ast.AST]:
+        inputs: List[ast.AST] = [a for a in node.args[:count] if not isinstance(a, ast.Starred)]
+        inputs.extend(kw.value for kw in node.keywords if kw.arg in _KEYWORDS[:count])
+        return inputs
+
+    def _fix(self, fctx: FixContext, inputs: List[ast.AST]) -> Optional[CstFix]:
         fix = CstFix("Call `.float()` on the loss inputs", Applicability.UNSAFE)
-        for arg in half_args:
-            fix.replace(arg.value, method_call(arg.value, "float"))
-        prec.report_when(self, node, messages, fix=fix)
+        for arg in inputs:
+            found = fctx.node(arg)
+            if found is None:
+                return None
+            fix.replace(found, codegen.method_call(found, "float"))
+        return fix

@@ -1,19 +1,19 @@
 """AMP203 norm-or-reduction-in-fp16."""
 from __future__ import annotations
 
-from typing import Optional, Tuple
+import ast
+from typing import List, Optional, Tuple
 
 import libcst as cst
 
-from amp_lint.analysis.precision import (
-    PROJECT_TOKENS,
-    cuda_autocast, is_half, is_simple, method_call, per_context, tensor_receiver, torch_ref, where,
-)
 from amp_lint.data import ops as opdata
 from amp_lint.engine import codegen
 from amp_lint.engine.fixes import CstFix
+from amp_lint.engine.fixing import FixContext, FixPlan
 from amp_lint.findings import Applicability, Severity
-from amp_lint.rules.base import Invalid, Rule, Valid, find_arg
+from amp_lint.rules._numerics import PROJECT_TOKENS, callee_name, half_of, is_simple, tensor_receiver
+from amp_lint.rules.base import Hazard, Invalid, Rule, Valid, find_arg
+from amp_lint.semantics.facts import Observation
 
 # Reductions that CUDA autocast runs in fp32 (fp32_set_opt_dtype / append_dtype; S1).
 _CUDA_FP32 = {"sum", "cumsum", "norm", "vector_norm", "logsumexp"}
@@ -22,37 +22,33 @@ _TORCH = {"torch.mean": "mean", "torch.sum": "sum", "torch.var": "var", "torch.s
           "torch.var_mean": "var_mean", "torch.std_mean": "std_mean"}
 
 
-def squared_base(expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+def squared_base(expr: ast.AST) -> Optional[ast.AST]:
     """``b`` for ``b.pow(2)``, ``b ** 2``, ``b.square()``, ``torch.square(b)``, ``b * b``."""
-    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
-        attr = expr.func.attr.value
-        if attr == "pow" and expr.args and _is_two(expr.args[0].value):
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+        attr = expr.func.attr
+        if attr == "pow" and len(expr.args) == 1 and _is_two(expr.args[0]):
             return expr.func.value
         if attr == "square" and not expr.args:
             return expr.func.value
-        if attr == "square" and expr.args and isinstance(expr.func.value, cst.Name) and expr.func.value.value == "torch":
-            return expr.args[0].value
-        if attr == "pow" and len(expr.args) == 2 and _is_two(expr.args[1].value):
-            return expr.args[0].value
-    if isinstance(expr, cst.BinaryOperation):
-        if isinstance(expr.operator, cst.Power) and _is_two(expr.right):
+        if attr == "square" and len(expr.args) == 1 and isinstance(expr.func.value, ast.Name) \
+                and expr.func.value.id == "torch":
+            return expr.args[0]
+        if attr == "pow" and len(expr.args) == 2 and _is_two(expr.args[1]):
+            return expr.args[0]
+    if isinstance(expr, ast.BinOp):
+        if isinstance(expr.op, ast.Pow) and _is_two(expr.right):
             return expr.left
-        if isinstance(expr.operator, cst.Multiply):
-            code = cst.Module([]).code_for_node
-            if code(expr.left) == code(expr.right):
-                return expr.left
+        if isinstance(expr.op, ast.Mult) and ast.dump(expr.left) == ast.dump(expr.right):
+            return expr.left
     return None
 
 
-def _is_exp(expr: cst.BaseExpression) -> bool:
-    if isinstance(expr, cst.Call):
-        name = expr.func.attr.value if isinstance(expr.func, cst.Attribute) else ""
-        return name in ("exp", "exp2")
-    return False
+def _is_exp(expr: ast.AST) -> bool:
+    return isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in ("exp", "exp2")
 
 
-def _is_two(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, (cst.Integer, cst.Float)) and float(expr.evaluated_value) == 2.0
+def _is_two(expr: ast.AST) -> bool:
+    return isinstance(expr, ast.Constant) and isinstance(expr.value, (int, float)) and float(expr.value) == 2.0
 
 
 class NormOrReductionInFp16(Rule):
@@ -62,7 +58,6 @@ class NormOrReductionInFp16(Rule):
     summary = "Hand-written normalisation or reduction in half precision"
     fix_applicability = Applicability.UNSAFE
     tokens = ("mean", "sum", "var", "std", "norm") + PROJECT_TOKENS
-    requires = ("precision",)
     docs = """
     ## What it does
     Finds hand-written normalisation statistics and reductions on float16/bfloat16 values where
@@ -147,7 +142,16 @@ class NormOrReductionInFp16(Rule):
                     variance = x.pow(2).mean(-1, keepdim=True)
                     return self.weight * (x * torch.rsqrt(variance + self.eps))
 
-            norm = RMSNorm(64).half()
+            class Block(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.proj = nn.Linear(64, 64)
+                    self.norm = RMSNorm(64)
+
+                def forward(self, x):
+                    return self.norm(self.proj(x))
+
+            block = Block().half()
             """,
             expected="""
             import torch
@@ -163,7 +167,16 @@ class NormOrReductionInFp16(Rule):
                     variance = x.float().pow(2).mean(-1, keepdim=True).type_as(x)
                     return self.weight * (x * torch.rsqrt(variance + self.eps))
 
-            norm = RMSNorm(64).half()
+            class Block(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.proj = nn.Linear(64, 64)
+                    self.norm = RMSNorm(64)
+
+                def forward(self, x):
+                    return self.norm(self.proj(x))
+
+            block = Block().half()
             """,
         ),
         Invalid(
@@ -192,60 +205,63 @@ class NormOrReductionInFp16(Rule):
         ),
     ]
 
-    def visit_Call(self, node: cst.Call) -> None:
-        prec = self.ctx.analyses["precision"]
-        found = self._reduction(node)
-        if found is None:
-            return
-        op, source, form = found
+    def visit_Call(self, node: ast.Call) -> None:
         if find_arg(node, "dtype") is not None:
             return
-        squared = squared_base(source)
-        if op == "mean" and squared is None:
-            return  # a plain mean accumulates in fp32 and cannot exceed its largest input (reference §1)
-        if op == "sum" and _is_exp(source):
-            return  # hand-written softmax: AMP204 reports the exp
-        values = prec.value(source)
-
-        def decide(context, i):
-            d = values[i]
-            if not is_half(d):
-                return None
-            if cuda_autocast(context) and op in _CUDA_FP32:
-                return None
+        hazards: List[Hazard] = []
+        site: Optional[Tuple[str, ast.AST, str]] = None
+        for obs in self.ctx.observations(node):
+            found = self._reduction(obs, node)
+            if found is None:
+                continue
+            op, source, form = found
+            squared = squared_base(source)
+            if op == "mean" and squared is None:
+                return  # a plain mean accumulates in fp32 and cannot exceed its largest input
+            if op == "sum" and _is_exp(source):
+                return  # hand-written softmax: AMP204 reports the exp
+            tensor = half_of(obs, source)
+            if tensor is None or (obs.cuda_autocast and op in _CUDA_FP32):
+                continue
+            site = found
             what = "mean of squares" if squared is not None else f"`{op}`"
-            return f"{what} computed {where(context, d)}; it overflows above 65504 - compute it in float32"
+            hazards.append(Hazard(obs, f"{what} computed {obs.where(tensor)}; it overflows above 65504 - compute it "
+                                       "in float32", obs.label(tensor.dtypes), tensor))
+        if site is None:
+            return
+        op, source, form = site
+        plan = FixPlan("Compute the reduction in float32", Applicability.UNSAFE,
+                       lambda fctx: self._fix(fctx, node, op, source, squared_base(source), form))
+        self.report_hazard(node, hazards, fix=plan)
 
-        messages = per_context(prec, decide)
-        if any(messages):
-            prec.report_when(self, node, messages, fix=self._fix(node, op, source, squared, form))
-
-    def _reduction(self, node: cst.Call) -> Optional[Tuple[str, cst.BaseExpression, str]]:
-        qualified = self.ctx.qualify(node.func)
-        if qualified in _TORCH and node.args:
-            return _TORCH[qualified], node.args[0].value, "function"
-        if isinstance(node.func, cst.Attribute) and qualified is None:
-            op = node.func.attr.value
-            receiver = tensor_receiver(self.ctx.analyses["precision"], node.func)
-            if op in opdata.REDUCTIONS and receiver is not None:
-                return op, receiver, "method"
+    def _reduction(self, obs: Observation, node: ast.Call) -> Optional[Tuple[str, ast.AST, str]]:
+        name = callee_name(obs, node)
+        if name in _TORCH and node.args:
+            return _TORCH[name], node.args[0], "function"
+        if isinstance(node.func, ast.Attribute) and node.func.attr in opdata.REDUCTIONS:
+            receiver = tensor_receiver(obs, node)
+            if receiver is not None:
+                return node.func.attr, receiver, "method"
         return None
 
-    def _fix(self, node: cst.Call, op: str, source: cst.BaseExpression, squared, form: str) -> Optional[CstFix]:
-        fix = CstFix("Compute the reduction in float32", Applicability.UNSAFE)
-        base_expr = squared if squared is not None else source
-        if squared is None and opdata.REDUCTIONS.get(op) and form == "method":
-            f32, imports = torch_ref(self.ctx, "torch.float32")
-            fix.add_imports = imports
-            fix.replace(node, codegen.call(node.func, list(node.args) + [codegen.keyword("dtype", f32)], like=node))
-            return fix
-        if not is_simple(base_expr):
+    def _fix(self, fctx: FixContext, node: ast.Call, op: str, source: ast.AST, squared: Optional[ast.AST],
+             form: str) -> Optional[CstFix]:
+        call = fctx.node(node)
+        if not isinstance(call, cst.Call):
             return None
-        back = cst.parse_expression(self.ctx.code(base_expr))
-
-        def rewrite(updated: cst.Call) -> cst.BaseExpression:
-            return method_call(updated, "type_as", [cst.Arg(back)])
-
-        fix.replace(base_expr, method_call(base_expr, "float"))
-        fix.replace(node, rewrite)
+        fix = CstFix("Compute the reduction in float32", Applicability.UNSAFE)
+        if squared is None and opdata.REDUCTIONS.get(op) and form == "method":
+            f32, imports = fctx.torch_ref("torch.float32")
+            fix.add_imports = imports
+            fix.replace(call, codegen.call(call.func, list(call.args) + [codegen.keyword("dtype", f32)], like=call))
+            return fix
+        base_ast = squared if squared is not None else source
+        if not is_simple(base_ast):
+            return None
+        base = fctx.node(base_ast)
+        if base is None:
+            return None
+        back = cst.parse_expression(fctx.code(base))
+        fix.replace(base, codegen.method_call(base, "float"))
+        fix.replace(call, lambda updated: codegen.method_call(updated, "type_as", [cst.Arg(back)]))
         return fix

@@ -1,20 +1,19 @@
 """AMP204 overflow-prone-pointwise-in-fp16."""
 from __future__ import annotations
 
-from typing import Optional, Tuple
+import ast
+from typing import List, Optional, Tuple
 
-import libcst as cst
-
-from amp_lint.analysis.precision import (
-    PROJECT_TOKENS,
-    base, cuda_autocast, literal_value, method_call, per_context, tensor_receiver, where,
-)
 from amp_lint.data.numerics import FP16_CUBE_OVERFLOW, FP16_EXP_OVERFLOW, FP16_SQUARE_OVERFLOW
 from amp_lint.data.ops import REDUCTIONS
+from amp_lint.engine import codegen
 from amp_lint.engine.fixes import CstFix
-from amp_lint.engine.walker import iter_subtree
+from amp_lint.engine.fixing import FixContext, FixPlan
 from amp_lint.findings import Applicability, Severity
-from amp_lint.rules.base import Invalid, Rule, Valid
+from amp_lint.rules._numerics import PROJECT_TOKENS, callee_name, half_of, number, tensor_receiver
+from amp_lint.rules.base import Hazard, Invalid, Rule, Valid
+from amp_lint.semantics.facts import Observation
+from amp_lint.semantics.values import F16
 
 _EXP = {"exp", "expm1", "cosh", "sinh"}
 _TORCH = {"torch.exp": "exp", "torch.expm1": "expm1", "torch.special.expm1": "expm1", "torch.special.exp2": "exp2",
@@ -42,7 +41,6 @@ class OverflowPronePointwiseInFp16(Rule):
     summary = "exp / pow / square on float16 values outside an fp32 region"
     fix_applicability = Applicability.UNSAFE
     tokens = ("exp", "pow", "**", "square", "cosh", "sinh") + PROJECT_TOKENS
-    requires = ("precision",)
     docs = """
     ## What it does
     Finds `exp`/`expm1`/`cosh`/`sinh`, `pow`/`**` with an exponent >= 2 and `square` applied to
@@ -124,86 +122,93 @@ class OverflowPronePointwiseInFp16(Rule):
         ),
     ]
 
-    def visit_Call(self, node: cst.Call) -> None:
-        found = self._match_call(node)
-        if found is not None:
-            self._check(node, *found)
+    def visit_Call(self, node: ast.Call) -> None:
+        self._check(node, lambda obs: self._match_call(obs, node))
 
-    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        if isinstance(node.operator, cst.Power):
-            exponent = self._exponent(node.right)
-            if exponent is not None and exponent >= 2:
-                self._check(node, "pow", node.left, exponent)
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        if isinstance(node.op, ast.Pow):
+            self._check(node, lambda obs: self._match_power(obs, node))
 
-    def _match_call(self, node: cst.Call) -> Optional[Tuple[str, cst.BaseExpression, Optional[float]]]:
-        qualified = self.ctx.qualify(node.func)
-        if qualified in _TORCH and node.args:
-            op = _TORCH[qualified]
-            exponent = self._exponent(node.args[1].value) if op == "pow" and len(node.args) > 1 else None
+    def _match_power(self, obs: Observation, node: ast.BinOp) -> Optional[Tuple[str, ast.AST, Optional[float]]]:
+        exponent = number(obs, node.right)
+        if exponent is not None and exponent >= 2:
+            return "pow", node.left, exponent
+        return None
+
+    def _match_call(self, obs: Observation, node: ast.Call) -> Optional[Tuple[str, ast.AST, Optional[float]]]:
+        name = callee_name(obs, node)
+        if name in _TORCH and node.args:
+            op = _TORCH[name]
+            exponent = number(obs, node.args[1]) if op == "pow" and len(node.args) > 1 else None
             if op == "pow" and (exponent is None or exponent < 2):
                 return None
-            return op, node.args[0].value, exponent
-        receiver = tensor_receiver(self.ctx.analyses["precision"], node.func) if qualified is None else None
+            return op, node.args[0], exponent
+        receiver = tensor_receiver(obs, node)
         if receiver is not None:
-            op = node.func.attr.value
+            op = node.func.attr  # type: ignore[attr-defined]
             if op in _EXP and not node.args:
                 return op, receiver, None
             if op == "square" and not node.args:
                 return op, receiver, 2.0
             if op == "pow" and node.args:
-                exponent = self._exponent(node.args[0].value)
+                exponent = number(obs, node.args[0])
                 if exponent is not None and exponent >= 2:
                     return op, receiver, exponent
         return None
 
-    def _exponent(self, expr: cst.BaseExpression) -> Optional[float]:
-        found = literal_value(self.ctx.analyses["precision"], expr)
-        return found[0] if found else None
+    def _check(self, node: ast.AST, match) -> None:
+        hazards: List[Hazard] = []
+        source: Optional[ast.AST] = None
+        for obs in self.ctx.observations(node):
+            found = match(obs)
+            if found is None:
+                continue
+            op, src, exponent = found
+            threshold = _threshold(op, exponent)
+            if threshold is None:
+                continue
+            if op in ("pow", "square") and self._feeds_reduction():
+                return
+            if op in _EXP and _max_subtracted(src):
+                return
+            tensor = half_of(obs, src)
+            if tensor is None or not tensor.dtypes & F16 or obs.cuda_autocast:
+                continue
+            source = src
+            hazards.append(Hazard(obs, f"`{op}` computed {obs.where(tensor)}: {threshold}; compute it in float32",
+                                  obs.label(tensor.dtypes), tensor))
+        if source is None:
+            return
+        plan = FixPlan("Compute it in float32", Applicability.UNSAFE, lambda fctx: self._fix(fctx, source))
+        self.report_hazard(node, hazards, fix=plan)
 
-    def _check(self, node: cst.CSTNode, op: str, source: cst.BaseExpression, exponent: Optional[float]) -> None:
-        prec = self.ctx.analyses["precision"]
-        threshold = _threshold(op, exponent)
-        if threshold is None:
-            return
-        if op in ("pow", "square") and self._feeds_reduction():
-            return
-        if op in _EXP and _max_subtracted(source):
-            return
-        values = prec.value(source)
-
-        def decide(context, i):
-            if base(values[i]) != "f16" or cuda_autocast(context):
-                return None
-            return f"`{op}` computed {where(context, values[i])}: {threshold}; compute it in float32"
-
-        messages = per_context(prec, decide)
-        if not any(messages):
-            return
+    @staticmethod
+    def _fix(fctx: FixContext, source: ast.AST) -> Optional[CstFix]:
+        found = fctx.node(source)
+        if found is None:
+            return None
         fix = CstFix("Compute it in float32", Applicability.UNSAFE)
-        fix.replace(source, method_call(source, "float"))
-        prec.report_when(self, node, messages, fix=fix)
+        fix.replace(found, codegen.method_call(found, "float"))
+        return fix
 
     def _feeds_reduction(self) -> bool:
         """The square is the receiver/argument of a mean/sum (AMP203's case)."""
         parent = self.ctx.parent()
-        if isinstance(parent, cst.Attribute) and parent.attr.value in REDUCTIONS:
+        if isinstance(parent, ast.Attribute) and parent.attr in REDUCTIONS:
             return True
-        if isinstance(parent, cst.Arg):
-            call = self.ctx.parent(2)
-            if isinstance(call, cst.Call):
-                name = self.ctx.qualify(call.func) or ""
-                return name.rsplit(".", 1)[-1] in REDUCTIONS
+        if isinstance(parent, ast.Call) and self.ctx.stack[-1] in parent.args:
+            func = parent.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            return name in REDUCTIONS
         return False
 
 
-def _max_subtracted(expr: cst.BaseExpression) -> bool:
+def _max_subtracted(expr: ast.AST) -> bool:
     """``x - x.max(...)`` / ``x - logsumexp(...)``: exp of a value <= 0 cannot overflow."""
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
-        return False
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Subtract):
-        for node in iter_subtree(expr.right):
-            if isinstance(node, cst.Attribute) and node.attr.value in ("max", "amax", "logsumexp", "values"):
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Sub):
+        for node in ast.walk(expr.right):
+            if isinstance(node, ast.Attribute) and node.attr in ("max", "amax", "logsumexp", "values"):
                 return True
-            if isinstance(node, cst.Name) and ("max" in node.value.lower() or "lse" in node.value.lower()):
+            if isinstance(node, ast.Name) and ("max" in node.id.lower() or "lse" in node.id.lower()):
                 return True
     return False

@@ -1,18 +1,18 @@
 """AMP301 fp16-overflowing-constant."""
 from __future__ import annotations
 
-from typing import Optional
+import ast
+from typing import List, Optional
 
 import libcst as cst
 
-from amp_lint.analysis.precision import (
-    PROJECT_TOKENS,
-    base, fill_sites, is_simple, literal_value, per_context, torch_ref, where,
-)
 from amp_lint.data.numerics import dtype_label, format_number, max_of, overflows
 from amp_lint.engine.fixes import CstFix
+from amp_lint.engine.fixing import FixContext, FixPlan
 from amp_lint.findings import Applicability, Severity
-from amp_lint.rules.base import Invalid, Rule, Valid
+from amp_lint.rules._numerics import PROJECT_TOKENS, FillSite, fill_sites, is_simple
+from amp_lint.rules.base import Hazard, Invalid, Rule, Valid
+from amp_lint.semantics.values import BF16, F16, Scalar
 
 
 class Fp16OverflowingConstant(Rule):
@@ -22,7 +22,6 @@ class Fp16OverflowingConstant(Rule):
     summary = "Literal fill/mask value that overflows float16"
     fix_applicability = Applicability.UNSAFE
     tokens = ("e", "E", "00000") + PROJECT_TOKENS
-    requires = ("precision",)
     docs = """
     ## What it does
     Finds a literal with magnitude above 65504 used as a fill / mask / sentinel value on a tensor
@@ -69,7 +68,12 @@ class Fp16OverflowingConstant(Rule):
             import torch.nn as nn
 
             class Attention(nn.Module):
-                def forward(self, q, k, mask):
+                def __init__(self):
+                    super().__init__()
+                    self.qk = nn.Linear(64, 128)
+
+                def forward(self, x, mask):
+                    q, k = self.qk(x).chunk(2, dim=-1)
                     scores = q @ k.transpose(-2, -1)
                     scores = scores.masked_fill(mask == 0, -1e9)
                     return scores.softmax(-1)
@@ -81,7 +85,12 @@ class Fp16OverflowingConstant(Rule):
             import torch.nn as nn
 
             class Attention(nn.Module):
-                def forward(self, q, k, mask):
+                def __init__(self):
+                    super().__init__()
+                    self.qk = nn.Linear(64, 128)
+
+                def forward(self, x, mask):
+                    q, k = self.qk(x).chunk(2, dim=-1)
                     scores = q @ k.transpose(-2, -1)
                     scores = scores.masked_fill(mask == 0, torch.finfo(scores.dtype).min)
                     return scores.softmax(-1)
@@ -117,72 +126,65 @@ class Fp16OverflowingConstant(Rule):
         ),
     ]
 
-    def visit_Call(self, node: cst.Call) -> None:
-        prec = self.ctx.analyses["precision"]
-        for site in fill_sites(prec, node):
-            self._check(prec, node, site.value, site.filled, site.filled_values, site.call)
+    def visit_Call(self, node: ast.Call) -> None:
+        self._check(node)
 
-    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        """``x + mask * -1e9`` / ``x - 1e9 * (1 - mask)``: an additive mask on ``x``."""
-        if not isinstance(node.operator, (cst.Add, cst.Subtract)):
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        self._check(node)
+
+    def _check(self, node: ast.AST) -> None:
+        hazards: List[Hazard] = []
+        chosen: Optional[FillSite] = None
+        negative = False
+        for obs in self.ctx.observations(node):
+            for site in fill_sites(obs, node):
+                value = obs.value(site.value)
+                if not isinstance(value, Scalar) or value.number is None or value.finfo is not None:
+                    continue  # AMP303 judges torch.finfo(...) extremes
+                number = value.number
+                if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub) and site.value in (
+                        getattr(node.right, "left", None), getattr(node.right, "right", None)):
+                    number = -number
+                tensor = site.tensor
+                if tensor is None:
+                    continue
+                dtype = "f16" if tensor.dtypes & F16 and overflows(number, "f16") else (
+                    "bf16" if tensor.dtypes & BF16 and overflows(number, "bf16") else None)
+                if dtype is None:
+                    continue
+                chosen, negative = site, number < 0
+                hazards.append(Hazard(obs, f"`{format_number(value.number)}` overflows {dtype_label(dtype)} (max "
+                                           f"{format_number(max_of(dtype))}): the filled tensor is "
+                                           f"{obs.where(tensor)[3:]}; use `torch.finfo(<tensor>.dtype)."
+                                           f"{'min' if number < 0 else 'max'}`", obs.label(tensor.dtypes), tensor))
+        if chosen is None:
             return
-        prec = self.ctx.analyses["precision"]
-        for tensor, other in ((node.left, node.right), (node.right, node.left)):
-            literal = _mask_literal(other)
-            if literal is not None:
-                self._check(prec, node, literal, tensor, prec.value(tensor), node,
-                            negate=isinstance(node.operator, cst.Subtract) and other is node.right)
-                return
+        site = chosen
+        plan = FixPlan("Fill with the extreme of the tensor's own dtype", Applicability.UNSAFE,
+                       lambda fctx: self._fix(fctx, site, negative))
+        self.report_hazard(node, hazards, fix=plan)
 
-    def _check(self, prec, node, value_expr, filled, filled_values, report_at, negate: bool = False) -> None:
-        found = literal_value(prec, value_expr)
-        if found is None:
-            return
-        raw, replace_node = found
-        value = -raw if negate else raw
-
-        def decide(context, i):
-            d = base(filled_values[i])
-            if d not in ("f16", "bf16") or not overflows(value, d):
+    @staticmethod
+    def _fix(fctx: FixContext, site: FillSite, negative: bool) -> Optional[CstFix]:
+        literal = fctx.node(site.value)
+        if literal is None:
+            return None
+        if site.filled is not None:
+            if not is_simple(site.filled):
                 return None
-            return (f"`{format_number(raw)}` overflows {dtype_label(d)} (max {format_number(max_of(d))}): the filled "
-                    f"tensor is {where(context, d)[3:]}; use `torch.finfo(<tensor>.dtype).{'min' if value < 0 else 'max'}`")
-
-        messages = per_context(prec, decide)
-        if any(messages):
-            prec.report_when(self, report_at, messages, fix=self._fix(replace_node, filled, raw < 0, prec, node))
-
-    def _fix(self, literal: cst.BaseExpression, filled: Optional[cst.BaseExpression], negative: bool, prec,
-             node) -> Optional[CstFix]:
-        finfo, imports = torch_ref(self.ctx, "torch.finfo")
-        if filled is None:
-            explicit = _dtype_arg(node)
-            if explicit is None:
+            filled = fctx.node(site.filled)
+            if filled is None:
                 return None
-            arg = cst.parse_expression(self.ctx.code(explicit))
-        elif is_simple(filled):
-            arg = cst.parse_expression(f"{self.ctx.code(filled)}.dtype")
+            arg = cst.parse_expression(f"{fctx.code(filled)}.dtype")
+        elif site.dtype is not None:
+            dtype = fctx.node(site.dtype)
+            if dtype is None:
+                return None
+            arg = cst.parse_expression(fctx.code(dtype))
         else:
             return None
+        finfo, imports = fctx.torch_ref("torch.finfo")
         new = cst.Attribute(value=cst.Call(func=finfo, args=[cst.Arg(arg)]), attr=cst.Name("min" if negative else "max"))
         fix = CstFix("Fill with the extreme of the tensor's own dtype", Applicability.UNSAFE, add_imports=imports)
         fix.replace(literal, new)
         return fix
-
-
-def _dtype_arg(node) -> Optional[cst.BaseExpression]:
-    if isinstance(node, cst.Call):
-        for a in node.args:
-            if a.keyword is not None and a.keyword.value == "dtype":
-                return a.value
-    return None
-
-
-def _mask_literal(expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
-    """The literal of ``mask * -1e9`` / ``-1e9 * (1 - mask)`` / ``(1.0 - mask) * -10000.0``."""
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
-        for side in (expr.right, expr.left):
-            inner = side.expression if isinstance(side, cst.UnaryOperation) else side
-            if isinstance(inner, (cst.Float, cst.Integer)):
-                return side
-    return None

@@ -1,26 +1,21 @@
 """AMP302 fp16-underflowing-epsilon."""
 from __future__ import annotations
 
-import re
+import ast
 from typing import List, Optional
 
 import libcst as cst
 
-from amp_lint.analysis.precision import (
-    PROJECT_TOKENS,
-    base, cuda_autocast, is_simple, literal_value, method_call, per_context, where,
-)
 from amp_lint.data.numerics import SAFE_FP16_EPS, format_number, underflows
 from amp_lint.data.ops import EPS_OPTIMIZERS
 from amp_lint.engine import codegen
 from amp_lint.engine.fixes import CstFix
-from amp_lint.engine.walker import iter_subtree
+from amp_lint.engine.fixing import FixContext, FixPlan
 from amp_lint.findings import Applicability, Severity
-from amp_lint.rules.base import Invalid, Rule, Valid, find_arg
-
-#: Wrappers that keep fp32 master weights for the wrapped optimizer (apex O2 / fairseq / DeepSpeed).
-_MASTER_WEIGHTS = re.compile(r"fp16.?optim|mixedprecision|master|deepspeed|kahan|bf16.?optim", re.IGNORECASE)
-
+from amp_lint.rules._numerics import PROJECT_TOKENS, callee_name, half_of, is_simple, number, tensor_receiver
+from amp_lint.rules.base import Hazard, Invalid, Rule, Valid, find_arg
+from amp_lint.semantics.torch_api import param_dtypes
+from amp_lint.semantics.values import F16, Obj, Scalar, Tensor
 
 class Fp16UnderflowingEpsilon(Rule):
     code = "AMP302"
@@ -29,7 +24,6 @@ class Fp16UnderflowingEpsilon(Rule):
     summary = "Epsilon that rounds to 0 in float16"
     fix_applicability = Applicability.UNSAFE
     tokens = ("eps", "Adam", "RMSprop", "Adagrad", "e-8", "e-9", "e-10", "e-12", "normalize") + PROJECT_TOKENS
-    requires = ("constants", "precision")
     docs = """
     ## What it does
     Finds an epsilon that rounds to 0 in float16 (below 3e-8) where it meets float16 values:
@@ -124,7 +118,14 @@ class Fp16UnderflowingEpsilon(Rule):
                     s = (x - u).pow(2).mean(-1, keepdim=True)
                     return (x - u) / torch.sqrt(s + self.variance_epsilon)
 
-            ln = BertLayerNorm(768).half()
+            class BertSelfOutput(nn.Module):
+                def __init__(self, hidden):
+                    super().__init__()
+                    self.dense = nn.Linear(hidden, hidden)
+                    self.LayerNorm = BertLayerNorm(hidden)
+                def forward(self, hidden_states, input_tensor):
+                    return self.LayerNorm(self.dense(hidden_states) + input_tensor)
+            output = BertSelfOutput(768).half()
             """,
         ),
         Invalid(
@@ -143,152 +144,123 @@ class Fp16UnderflowingEpsilon(Rule):
         ),
     ]
 
-    def __init__(self, ctx) -> None:
-        super().__init__(ctx)
-        self.optimizers: List[tuple] = []
-        self.wrapped: set = set()
-        self.assignments: List[tuple] = []
-
-    def visit_Call(self, node: cst.Call) -> None:
-        prec = self.ctx.analyses["precision"]
-        qualified = self.ctx.qualify(node.func) or ""
-        short = qualified.rsplit(".", 1)[-1]
-        if qualified.startswith("torch.optim.") and short in EPS_OPTIMIZERS:
-            self._optimizer(prec, node, short)
-        elif qualified == "torch.nn.functional.normalize":
-            self._normalize(prec, node)
-        elif isinstance(node.func, cst.Attribute) and node.func.attr.value in ("clamp", "clamp_", "clamp_min", "clip"):
-            for arg in node.args:
-                if (arg.keyword is not None and arg.keyword.value == "min") or (
-                        node.func.attr.value == "clamp_min" and arg.keyword is None):
-                    self._arith(prec, node, node.func.value, arg.value)
-        name = self.ctx.code(node.func)
-        if _MASTER_WEIGHTS.search(name):
-            for sub in iter_subtree(node):
-                if isinstance(sub, cst.Name):
-                    self.wrapped.add(sub.value)
-                if isinstance(sub, cst.Call):
-                    self.wrapped.add(id(sub))
-
-    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        if isinstance(node.operator, cst.Add):
-            prec = self.ctx.analyses["precision"]
-            for tensor, eps in ((node.left, node.right), (node.right, node.left)):
-                self._arith(prec, node, tensor, eps)
-
-    def _arith(self, prec, node, tensor: cst.BaseExpression, eps: cst.BaseExpression) -> None:
-        found = literal_value(prec, eps)
-        if found is None or not underflows(found[0], "f16"):
-            return
-        values = prec.value(tensor)
-        value = found[0]
-
-        def decide(context, i):
-            if base(values[i]) != "f16":
-                return None
-            return (f"eps `{format_number(value)}` rounds to 0 in float16 (smallest subnormal 6e-8) and the "
-                    f"operand is {where(context, values[i])[3:]}; compute this in float32")
-
-        prec.report_when(self, node, per_context(prec, decide))
-
-    def _normalize(self, prec, node: cst.Call) -> None:
-        arg = find_arg(node, "input", 0)
-        if arg is None:
-            return
-        eps_arg = find_arg(node, "eps", 3)
-        if eps_arg is not None:
-            found = literal_value(prec, eps_arg.value)
-            if found is None or not underflows(found[0], "f16"):
-                return
-        values = prec.value(arg.value)
-
-        def decide(context, i):
-            if base(values[i]) != "f16" or cuda_autocast(context):
-                return None
-            return (f"`F.normalize` on {where(context, values[i])[3:]}: its eps (default 1e-12) rounds to 0 in "
-                    "float16; normalise in float32 and cast back")
-
-        messages = per_context(prec, decide)
-        if not any(messages):
-            return
-        fix = None
-        if is_simple(arg.value):
-            fix = CstFix("Normalise in float32 and cast back", Applicability.UNSAFE)
-            back = cst.parse_expression(self.ctx.code(arg.value))
-            fix.replace(arg.value, method_call(arg.value, "float"))
-            fix.replace(node, lambda updated: method_call(updated, "type_as", [cst.Arg(back)]))
-        prec.report_when(self, node, messages, fix=fix)
-
-    def _optimizer(self, prec, node: cst.Call, short: str) -> None:
-        fused = find_arg(node, "fused")
-        if fused is not None and isinstance(fused.value, cst.Name) and fused.value.value == "True":
-            return
-        eps_arg = find_arg(node, "eps")
-        if eps_arg is not None:
-            found = literal_value(prec, eps_arg.value) or self._config_default(eps_arg.value)
-            if found is None:
-                return
-            eps = found[0]
-        else:
-            eps = EPS_OPTIMIZERS[short]
-        if not underflows(eps, "f16"):
-            return
-        owner = self._params_owner(prec, node)
-        if owner is None or owner.cast is None or base(owner.cast) != "f16":
-            return
-        self.optimizers.append((node, short, eps, eps_arg, owner, prec.scope.ifs > 0))
-
-    def _config_default(self, expr: cst.BaseExpression):
-        """``args.adam_eps`` with ``add_argument("--adam-eps", default=1e-8)`` / a config-class default."""
-        if not isinstance(expr, cst.Attribute):
-            return None
-        defs = self.ctx.analyses["constants"].attr_defs.get(expr.attr.value, [])
-        values = {literal_value(self.ctx.analyses["precision"], d)[0] for d in defs
-                  if literal_value(self.ctx.analyses["precision"], d) is not None}
-        if len(defs) >= 1 and len(values) == 1 and len(defs) == sum(
-                1 for d in defs if literal_value(self.ctx.analyses["precision"], d) is not None):
-            return values.pop(), None
-        return None
-
-    def _params_owner(self, prec, node: cst.Call):
-        params = find_arg(node, "params", 0)
-        if params is None:
-            return None
-        for sub in iter_subtree(params.value):
-            if isinstance(sub, cst.Call) and isinstance(sub.func, cst.Attribute) and sub.func.attr.value in (
-                    "parameters", "named_parameters"):
-                mod = prec.module_of(sub.func.value)
-                if mod is not None:
-                    return mod
-        return None
-
-    def finish(self) -> None:
-        for node, short, eps, eps_arg, owner, _ in self.optimizers:
-            if id(node) in self.wrapped:
-                continue
-            target = self._assigned_name(node)
-            if target is not None and target in self.wrapped:
-                continue
-            fix = CstFix(f"Use eps={format_number(SAFE_FP16_EPS)}", Applicability.UNSAFE)
-            new_eps = cst.Float("1e-4")
-            if eps_arg is not None:
-                fix.replace(eps_arg.value, new_eps)
+    def visit_Call(self, node: ast.Call) -> None:
+        hazards: List[Hazard] = []
+        kind = None
+        for obs in self.ctx.observations(node):
+            name = callee_name(obs, node) or ""
+            short = name.rsplit(".", 1)[-1]
+            if name.startswith("torch.optim.") and short in EPS_OPTIMIZERS:
+                hazard = self._optimizer(obs, node, short)
+                kind = "optimizer" if hazard else kind
+            elif name == "torch.nn.functional.normalize":
+                hazard = self._normalize(obs, node)
+                kind = "normalize" if hazard else kind
+            elif isinstance(node.func, ast.Attribute) and node.func.attr in ("clamp", "clamp_", "clamp_min", "clip"):
+                receiver = tensor_receiver(obs, node)
+                hazard = None
+                if receiver is not None:
+                    for kw in node.keywords:
+                        if kw.arg == "min":
+                            hazard = hazard or self._arith(obs, receiver, kw.value)
+                    if node.func.attr == "clamp_min" and node.args:
+                        hazard = hazard or self._arith(obs, receiver, node.args[0])
             else:
-                fix.replace(node, codegen.call(node.func, list(node.args) + [codegen.keyword("eps", new_eps)], like=node))
-            default = "" if eps_arg is not None else " (the default)"
-            message = (f"`{short}` eps={format_number(eps)}{default} rounds to 0 in float16 and the parameters are "
-                       f"float16: updates become NaN/inf; use eps>={format_number(SAFE_FP16_EPS)} or fp32 master weights")
-            if owner.cast.endswith("?"):
-                message += " (when fp16 is enabled)"
-            self.report(node, message, fix=fix, precision_context="PURE_FP16",
-                        confidence="low" if owner.low else "high")
+                return
+            if hazard is not None:
+                hazards.append(hazard)
+        plan = None
+        if kind == "optimizer":
+            plan = FixPlan(f"Use eps={format_number(SAFE_FP16_EPS)}", Applicability.UNSAFE,
+                           lambda fctx: self._fix_optimizer(fctx, node))
+        elif kind == "normalize":
+            source = find_arg(node, "input", 0)
+            if source is not None and is_simple(source):
+                plan = FixPlan("Normalise in float32 and cast back", Applicability.UNSAFE,
+                               lambda fctx: self._fix_normalize(fctx, node, source))
+        self.report_hazard(node, hazards, fix=plan)
 
-    def _assigned_name(self, node: cst.Call) -> Optional[str]:
-        for target, value in self.assignments:
-            if value is node:
-                return target
-        return None
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        if not isinstance(node.op, ast.Add):
+            return
+        hazards: List[Hazard] = []
+        for obs in self.ctx.observations(node):
+            for tensor, eps in ((node.left, node.right), (node.right, node.left)):
+                hazard = self._arith(obs, tensor, eps)
+                if hazard is not None:
+                    hazards.append(hazard)
+                    break
+        self.report_hazard(node, hazards)
 
-    def visit_Assign(self, node: cst.Assign) -> None:
-        if isinstance(node.value, cst.Call) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
-            self.assignments.append((node.targets[0].target.value, node.value))
+    def _arith(self, obs, tensor: ast.AST, eps: ast.AST) -> Optional[Hazard]:
+        value = obs.value(eps)
+        if not isinstance(value, Scalar) or value.number is None or not underflows(value.number, "f16"):
+            return None
+        half = half_of(obs, tensor)
+        if half is None or not half.dtypes & F16:
+            return None
+        return Hazard(obs, f"eps `{format_number(value.number)}` rounds to 0 in float16 (smallest subnormal 6e-8) and "
+                           f"the operand is {obs.where(half)[3:]}; compute this in float32", obs.label(half.dtypes), half)
+
+    def _normalize(self, obs, node: ast.Call) -> Optional[Hazard]:
+        source = find_arg(node, "input", 0)
+        if source is None or obs.cuda_autocast:
+            return None
+        eps = find_arg(node, "eps", 3)
+        if eps is not None:
+            value = number(obs, eps)
+            if value is None or not underflows(value, "f16"):
+                return None
+        half = half_of(obs, source)
+        if half is None or not half.dtypes & F16:
+            return None
+        return Hazard(obs, f"`F.normalize` on {obs.where(half)[3:]}: its eps (default 1e-12) rounds to 0 in float16; "
+                           "normalise in float32 and cast back", obs.label(half.dtypes), half)
+
+    def _optimizer(self, obs, node: ast.Call, short: str) -> Optional[Hazard]:
+        optimizer = obs.value(node)
+        if not isinstance(optimizer, Obj) or optimizer.kind != "optimizer":
+            return None
+        fused = optimizer.get("fused")
+        if isinstance(fused, Scalar) and fused.value is True:
+            return None
+        site = optimizer.get("site")
+        if isinstance(site, Scalar) and self.ctx.facts.master_wrapped(site.value):
+            return None
+        eps_value = optimizer.get("eps")
+        eps = eps_value.number if isinstance(eps_value, Scalar) else None
+        if eps is None or not underflows(eps, "f16"):
+            return None
+        dtypes, _, origin = param_dtypes(optimizer.get("params") or Scalar("other"))
+        if not dtypes & F16:
+            return None
+        default = "" if find_arg(node, "eps") is not None else " (the default)"
+        tensor = Tensor(dtypes, False, origin)
+        return Hazard(obs, f"`{short}` eps={format_number(eps)}{default} rounds to 0 in float16 and the parameters "
+                           f"are float16: updates become NaN/inf; use eps>={format_number(SAFE_FP16_EPS)} or fp32 "
+                           "master weights", "PURE_FP16", tensor)
+
+    @staticmethod
+    def _fix_optimizer(fctx: FixContext, node: ast.Call) -> Optional[CstFix]:
+        call = fctx.node(node)
+        if not isinstance(call, cst.Call):
+            return None
+        fix = CstFix(f"Use eps={format_number(SAFE_FP16_EPS)}", Applicability.UNSAFE)
+        new_eps = cst.Float("1e-4")
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value == "eps":
+                fix.replace(arg.value, new_eps)
+                return fix
+        fix.replace(call, codegen.call(call.func, list(call.args) + [codegen.keyword("eps", new_eps)], like=call))
+        return fix
+
+    @staticmethod
+    def _fix_normalize(fctx: FixContext, node: ast.Call, source: ast.AST) -> Optional[CstFix]:
+        call, arg = fctx.node(node), fctx.node(source)
+        if not isinstance(call, cst.Call) or arg is None:
+            return None
+        fix = CstFix("Normalise in float32 and cast back", Applicability.UNSAFE)
+        back = cst.parse_expression(fctx.code(arg))
+        fix.replace(arg, codegen.method_call(arg, "float"))
+        fix.replace(call, lambda updated: codegen.method_call(updated, "type_as", [cst.Arg(back)]))
+        return fix

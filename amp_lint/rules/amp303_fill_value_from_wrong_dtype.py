@@ -1,16 +1,22 @@
 """AMP303 fill-value-from-wrong-dtype."""
 from __future__ import annotations
 
+import ast
+from typing import List, Optional, Tuple
+
 import libcst as cst
 
-from amp_lint.analysis.precision import PROJECT_TOKENS, base, fill_sites, finfo_of, is_simple, per_context, simple_stand_in, where
-from amp_lint.data.numerics import dtype_label
 from amp_lint.engine.fixes import CstFix
+from amp_lint.engine.fixing import FixContext, FixPlan
 from amp_lint.findings import Applicability, Severity
-from amp_lint.rules.base import Invalid, Rule, Valid
+from amp_lint.rules._numerics import PROJECT_TOKENS, FillSite, fill_sites, is_simple, stand_in
+from amp_lint.rules.base import Hazard, Invalid, Rule, Valid
+from amp_lint.semantics.facts import Observation
+from amp_lint.semantics.values import BF16, F16, F32, F64, Scalar, Tensor, bits, dtype_label
 
 #: (finfo dtype, filled dtype) pairs whose extreme does not fit (op-precision.md section 1/2).
-_OVERFLOWS = {("f32", "f16"), ("f64", "f16"), ("bf16", "f16"), ("f32", "bf16"), ("f64", "bf16")}
+#: (finfo of, filled dtype) pairs whose extremes do not fit: the fill raises or becomes inf.
+_OVERFLOWS = {(F32, F16), (F64, F16), (BF16, F16), (F32, BF16), (F64, BF16)}
 
 
 class FillValueFromWrongDtype(Rule):
@@ -20,7 +26,6 @@ class FillValueFromWrongDtype(Rule):
     summary = "finfo extreme of another dtype used to fill a half tensor"
     fix_applicability = Applicability.SAFE
     tokens = ("finfo",) + PROJECT_TOKENS
-    requires = ("precision",)
     docs = """
     ## What it does
     Finds `torch.finfo(<other tensor>.dtype).min` / `torch.finfo(torch.float32).min` (or `.max`)
@@ -113,64 +118,74 @@ class FillValueFromWrongDtype(Rule):
         ),
     ]
 
-    def visit_Call(self, node: cst.Call) -> None:
-        prec = self.ctx.analyses["precision"]
-        for site in fill_sites(prec, node):
-            found = finfo_of(prec, site.value)
-            if found is None:
-                continue
-            finfo_call, attr, finfo_values, negated = found
-            filled_values = site.filled_values
+    def visit_Call(self, node: ast.Call) -> None:
+        hazards: List[Hazard] = []
+        chosen: Optional[FillSite] = None
+        found: List[Tuple[Observation, Tensor]] = []
+        attr = "min"
+        for obs in self.ctx.observations(node):
+            for site in fill_sites(obs, node):
+                value = obs.value(site.value)
+                tensor = site.tensor
+                if not isinstance(value, Scalar) or value.finfo is None or tensor is None:
+                    continue
+                source, which = value.finfo
+                pairs = [(s_bit, d_bit) for s_bit in bits(source) for d_bit in bits(tensor.dtypes & (F16 | BF16))]
+                bad = [p for p in pairs if p in _OVERFLOWS]
+                if not bad:
+                    continue
+                chosen, attr = site, which
+                found.append((obs, tensor))
+                hazards.append(Hazard(obs, f"`torch.finfo({dtype_label(bad[0][0])}).{which}` does not fit the filled "
+                                           f"tensor, which is {obs.where(tensor)[3:]}; take the finfo of the tensor "
+                                           "being filled", obs.label(tensor.dtypes), tensor))
+        if chosen is None:
+            return
+        site = chosen
+        if site.filled is not None:
+            back = stand_in(site.filled, found)
+            exact = is_simple(site.filled)
+        else:
+            back, exact = site.dtype, True
+        plan = None
+        if back is not None:
+            plan = FixPlan("Take the finfo of the tensor being filled",
+                           Applicability.SAFE if exact else Applicability.UNSAFE,
+                           lambda fctx: self._fix(fctx, site, back, site.filled is not None, exact, attr))
+        self.report_hazard(node, hazards, fix=plan)
 
-            def decide(context, i, finfo_values=finfo_values, filled_values=filled_values):
-                src, dst = base(finfo_values[i]), base(filled_values[i])
-                if (src, dst) not in _OVERFLOWS:
-                    return None
-                return (f"`torch.finfo({dtype_label(src)}).{attr}` does not fit the filled tensor, which is "
-                        f"{where(context, dst)[3:]}; take the finfo of the tensor being filled")
-
-            messages = per_context(prec, decide)
-            if not any(messages):
-                continue
-            if site.filled is not None:
-                stand_ins = simple_stand_in(prec, site.filled)
-                dtype_of = lambda i, stand_ins=stand_ins: (  # noqa: E731
-                    f"{self.ctx.code(stand_ins(i))}.dtype" if stand_ins(i) is not None else None)
-            else:
-                explicit = _dtype_keyword(node)
-                dtype_of = lambda i, explicit=explicit: self.ctx.code(explicit) if explicit is not None else None  # noqa: E731
-            exact = site.filled is None or is_simple(site.filled)
-            fix = (lambda i, site=site, finfo_call=finfo_call, attr=attr, negated=negated, dtype_of=dtype_of,
-                   exact=exact: self._fix(site, dtype_of(i), finfo_call, attr, negated, exact))
-            prec.report_when(self, node, messages, fix=fix)
-
-    def _fix(self, site, dtype: "str | None", finfo_call: cst.Call, attr: str, negated: bool, exact: bool):
-        if dtype is None or site.value is None:
-            return None
+    @staticmethod
+    def _fix(fctx: FixContext, site: FillSite, back: ast.AST, of_tensor: bool, exact: bool,
+             which: str) -> Optional[CstFix]:
         # A name standing in for a filled expression (``h`` for ``self.fc(h)``) has its dtype only in
         # the context reported: unsafe.
-        fix = CstFix("Take the finfo of the tensor being filled",
-                     Applicability.SAFE if exact else Applicability.UNSAFE)
-        new_dtype = cst.parse_expression(dtype)
-        if finfo_call in _subtree(site.value):
-            if finfo_call.args:
-                fix.replace(finfo_call.args[0].value, new_dtype)
+        target = fctx.node(back)
+        value = fctx.node(site.value)
+        if target is None or value is None:
+            return None
+        dtype = f"{fctx.code(target)}.dtype" if of_tensor else fctx.code(target)
+        fix = CstFix("Take the finfo of the tensor being filled", Applicability.SAFE if exact else Applicability.UNSAFE)
+        finfo = _finfo_call(site.value)
+        if finfo is not None:
+            call = fctx.node(finfo)
+            if not isinstance(call, cst.Call):
+                return None
+            if call.args:
+                fix.replace(call.args[0].value, cst.parse_expression(dtype))
             else:
-                fix.replace(finfo_call, finfo_call.with_changes(args=[cst.Arg(new_dtype)]))
-        else:  # through a name: rewrite the use at the fill site
-            fix.replace(site.value, cst.parse_expression(
-                ("-" if negated else "") + f"{self.ctx.code(finfo_call.func)}({dtype}).{attr}"))
+                fix.replace(call, call.with_changes(args=[cst.Arg(cst.parse_expression(dtype))]))
+            return fix
+        # through a name: rewrite the use at the fill site (``which`` is the extreme the value is)
+        ref, imports = fctx.reference("torch.finfo")
+        fix.add_imports = (imports,) if imports else ()
+        fix.replace(value, cst.parse_expression(f"{ref}({dtype}).{which}"))
         return fix
 
 
-def _dtype_keyword(node: cst.Call):
-    for arg in node.args:
-        if arg.keyword is not None and arg.keyword.value == "dtype":
-            return arg.value
+def _finfo_call(expr: ast.AST) -> Optional[ast.Call]:
+    """The ``torch.finfo(...)`` call inside ``torch.finfo(X).min`` / ``-torch.finfo(X).max``."""
+    if isinstance(expr, ast.UnaryOp):
+        expr = expr.operand
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Call):
+        return expr.value
     return None
-
-
-def _subtree(node):
-    from amp_lint.engine.walker import iter_subtree
-
-    return list(iter_subtree(node))

@@ -1,37 +1,20 @@
 """AMP401 unpadded-vocab."""
 from __future__ import annotations
 
-from typing import List, Set
+import ast
+from typing import List, Optional, Set
 
 import libcst as cst
 
 from amp_lint.data.tensor_cores import ALIGNMENT, EMBEDDING, SUGGESTED_VOCAB_MULTIPLE, round_up
 from amp_lint.engine.fixes import CstFix
+from amp_lint.engine.fixing import FixContext, FixPlan
 from amp_lint.findings import Applicability, Severity
-from amp_lint.rules._layers import LayerDim, is_vocab_dim, layer_dims, resolve
-from amp_lint.engine.names import dotted_name
+from amp_lint.rules._layers import LayerDim, is_vocab_dim, layer_dims, runs_in_half, weight_owners
+from amp_lint.rules._numerics import callee_name
 from amp_lint.rules.base import Invalid, Rule, Valid
 
 _PROJECTIONS = ("torch.nn.functional.linear", "torch.matmul", "torch.mm", "torch.einsum")
-
-
-def _weight_owners(expr: cst.BaseExpression) -> Set[str]:
-    """``self.emb`` for ``self.emb.weight``, also through ``.T``, ``.t()``, ``transpose(...)``."""
-    owners: Set[str] = set()
-    todo = [expr]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, cst.Attribute):
-            if node.attr.value == "weight":
-                owner = dotted_name(node.value)
-                if owner:
-                    owners.add(owner)
-            else:
-                todo.append(node.value)
-        elif isinstance(node, cst.Call):
-            todo.append(node.func)
-            todo.extend(a.value for a in node.args)
-    return owners
 
 
 class UnpaddedVocab(Rule):
@@ -41,7 +24,6 @@ class UnpaddedVocab(Rule):
     summary = "Vocabulary-sized GEMM dimension not a multiple of 8"
     fix_applicability = Applicability.UNSAFE
     tokens = ("Linear", "Embedding")  # a tied embedding is always an nn.Embedding
-    requires = ("constants",)
     docs = """
     ## What it does
     Finds a language-model head `nn.Linear(d, V)` (or an `nn.Embedding(V, d)` whose weight is tied
@@ -76,6 +58,15 @@ class UnpaddedVocab(Rule):
         emb = nn.Embedding(50257, 768)
         """),
         Valid("""
+        # Tensor Cores matter only in fp16/bf16: a model that never runs in half is not reported
+        import torch.nn as nn
+        class LM(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lm_head = nn.Linear(768, 50257)
+        lm = LM()
+        """),
+        Valid("""
         import torch.nn as nn
         class Cfg:
             vocab_size = 50257
@@ -100,6 +91,8 @@ class UnpaddedVocab(Rule):
                     self.wte = nn.Embedding(config.vocab_size, config.n_embd)
                     self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
                     self.wte.weight = self.lm_head.weight
+
+            model = GPT(GPTConfig()).half()
             """,
             expected="""
             from dataclasses import dataclass
@@ -116,6 +109,8 @@ class UnpaddedVocab(Rule):
                     self.wte = nn.Embedding(config.vocab_size, config.n_embd)
                     self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
                     self.wte.weight = self.lm_head.weight
+
+            model = GPT(GPTConfig()).half()
             """,
         ),
         Invalid(
@@ -126,6 +121,7 @@ class UnpaddedVocab(Rule):
             parser.add_argument("--vocab-size", type=int, default=32001)
             args = parser.parse_args()
             head = nn.Linear(512, args.vocab_size)
+            head.half()
             """,
         ),
         Invalid(
@@ -136,6 +132,7 @@ class UnpaddedVocab(Rule):
                 def __init__(self):
                     super().__init__()
                     self.lm_head = nn.Linear(256, VOCAB)
+            lm = LM().half()
             """,
         ),
         Invalid(
@@ -148,6 +145,7 @@ class UnpaddedVocab(Rule):
                     self.embed = nn.Embedding(ntoken, d)
                 def forward(self, h):
                     return F.linear(h, self.embed.weight)
+            lm = LM().half()
             """,
             expected="""
             import torch.nn as nn
@@ -158,6 +156,7 @@ class UnpaddedVocab(Rule):
                     self.embed = nn.Embedding(ntoken, d)
                 def forward(self, h):
                     return F.linear(h, self.embed.weight)
+            lm = LM().half()
             """,
         ),
         Invalid(
@@ -170,6 +169,7 @@ class UnpaddedVocab(Rule):
                     self.token_embedding = nn.Embedding(51865, n_state)
                 def forward(self, x):
                     return x @ torch.transpose(self.token_embedding.weight, 0, 1)
+            decoder = TextDecoder().half()
             """,
         ),
     ]
@@ -182,24 +182,24 @@ class UnpaddedVocab(Rule):
         #: ``h @ emb.weight.T``, ``head.weight = emb.weight``)
         self.tied: Set[str] = set()
 
-    def visit_Call(self, node: cst.Call) -> None:
+    def visit_Call(self, node: ast.Call) -> None:
         for dim in layer_dims(self.ctx, node):
             if dim.layer == EMBEDDING:
                 self.embeddings.append(dim)
             elif is_vocab_dim(self.ctx, dim):
                 self.heads.append(dim)
-        qualified = self.ctx.qualify(node.func)
-        if qualified in _PROJECTIONS:
-            for arg in node.args[1:] if qualified == "torch.nn.functional.linear" else node.args:
-                self.tied.update(_weight_owners(arg.value))
+        names = {callee_name(obs, node) for obs in self.ctx.observations(node)}
+        for name in names & set(_PROJECTIONS):
+            for arg in node.args[1:] if name == "torch.nn.functional.linear" else node.args:
+                self.tied.update(weight_owners(arg))
 
-    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        if isinstance(node.operator, cst.MatrixMultiply):
-            self.tied.update(_weight_owners(node.right))
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        if isinstance(node.op, ast.MatMult):
+            self.tied.update(weight_owners(node.right))
 
-    def visit_Assign(self, node: cst.Assign) -> None:
-        target = dotted_name(node.targets[0].target) or ""
-        value = dotted_name(node.value) or ""
+    def visit_Assign(self, node: ast.Assign) -> None:
+        target = ast.unparse(node.targets[0])
+        value = ast.unparse(node.value)
         if target.endswith(".weight") and value.endswith(".weight"):
             self.tied.update({target[: -len(".weight")], value[: -len(".weight")]})
 
@@ -211,28 +211,35 @@ class UnpaddedVocab(Rule):
                 head_sizes.add(value)
         for dim in self.embeddings:
             tied = dim.target in self.tied or (bool(self.tied) and is_vocab_dim(self.ctx, dim))
-            if not tied or dim.role != "in":
+            if not tied or dim.role != "in" or dim.value is None or dim.value in head_sizes:
                 continue
-            resolved = resolve(self.ctx, dim)
-            if resolved is not None and resolved[0] not in head_sizes:
-                self._check(dim, "tied embedding")
+            self._check(dim, "tied embedding")
 
-    def _check(self, dim: LayerDim, what: str):
-        resolved = resolve(self.ctx, dim)
-        if resolved is None:
+    def _check(self, dim: LayerDim, what: str) -> Optional[int]:
+        value = dim.value
+        if value is None:
             return None
-        value, literal = resolved
-        if value <= 0 or value % ALIGNMENT == 0:
+        if value <= 0 or value % ALIGNMENT == 0 or not runs_in_half(self.ctx, dim):
             return value
         padded = round_up(value, SUGGESTED_VOCAB_MULTIPLE)
-        fix = None
+        plan = None
+        literal = dim.literal
         if literal is not None:
-            fix = CstFix(f"Pad the vocabulary to {padded}", Applicability.UNSAFE)
-            fix.replace(literal, cst.Integer(str(padded)))
+            plan = FixPlan(f"Pad the vocabulary to {padded}", Applicability.UNSAFE,
+                           lambda fctx: _replace_literal(fctx, literal, padded, f"Pad the vocabulary to {padded}"))
         self.report(
             dim.call,
             f"Vocabulary size {value} of this {what} is not a multiple of {ALIGNMENT}; "
             f"pad it to {padded} (a multiple of {SUGGESTED_VOCAB_MULTIPLE}) for Tensor Core GEMMs",
-            fix=fix,
+            fix=plan,
         )
         return value
+
+
+def _replace_literal(fctx: FixContext, literal: ast.AST, value: int, title: str) -> Optional[CstFix]:
+    node = fctx.node(literal)
+    if not isinstance(node, cst.Integer):
+        return None
+    fix = CstFix(title, Applicability.UNSAFE)
+    fix.replace(node, cst.Integer(str(value)))
+    return fix

@@ -1,14 +1,14 @@
 """AMP402 tensor-core-misaligned-dim."""
 from __future__ import annotations
 
+import ast
 from typing import List
 
-import libcst as cst
-
 from amp_lint.data.tensor_cores import ALIGNMENT, EMBEDDING, round_up
-from amp_lint.engine.fixes import CstFix
+from amp_lint.engine.fixing import FixPlan
 from amp_lint.findings import Applicability, Severity
-from amp_lint.rules._layers import LayerDim, is_vocab_dim, layer_dims, resolve
+from amp_lint.rules._layers import LayerDim, is_vocab_dim, layer_dims, runs_in_half
+from amp_lint.rules.amp401_unpadded_vocab import _replace_literal
 from amp_lint.rules.base import Invalid, Rule, Valid
 
 
@@ -19,7 +19,6 @@ class TensorCoreMisalignedDim(Rule):
     summary = "Linear/Conv dimension not a multiple of 8"
     fix_applicability = Applicability.UNSAFE
     tokens = ("Linear", "Conv")
-    requires = ("constants",)
     docs = """
     ## What it does
     Finds `nn.Linear` and `nn.Conv*d` layers whose input or output size is statically known,
@@ -53,7 +52,12 @@ class TensorCoreMisalignedDim(Rule):
         """),
         Valid("""
         import torch.nn as nn
-        small = nn.Linear(100, 10)
+        small = nn.Linear(100, 10).half()
+        """),
+        Valid("""
+        # an fp32 layer does not use Tensor Cores (by default): alignment does not matter there
+        import torch.nn as nn
+        proj = nn.Linear(768, 1500)
         """),
         Valid("""
         import torch.nn as nn
@@ -64,7 +68,7 @@ class TensorCoreMisalignedDim(Rule):
         Invalid(
             """
             import torch.nn as nn
-            proj = nn.Linear(768, 1500)
+            proj = nn.Linear(768, 1500).half()
             """,
         ),
         Invalid(
@@ -72,12 +76,14 @@ class TensorCoreMisalignedDim(Rule):
             import torch.nn as nn
             HIDDEN = 300
             mlp = nn.Sequential(nn.Linear(512, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, 512))
+            mlp.half()
             """,
             count=2,
             expected="""
             import torch.nn as nn
             HIDDEN = 304
             mlp = nn.Sequential(nn.Linear(512, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, 512))
+            mlp.half()
             """,
         ),
     ]
@@ -86,7 +92,7 @@ class TensorCoreMisalignedDim(Rule):
         super().__init__(ctx)
         self.dims: List[LayerDim] = []
 
-    def visit_Call(self, node: cst.Call) -> None:
+    def visit_Call(self, node: ast.Call) -> None:
         for dim in layer_dims(self.ctx, node):
             if dim.layer != EMBEDDING and not is_vocab_dim(self.ctx, dim):
                 self.dims.append(dim)
@@ -94,21 +100,21 @@ class TensorCoreMisalignedDim(Rule):
     def finish(self) -> None:
         min_dim = self.ctx.settings.min_dim
         for dim in self.dims:
-            resolved = resolve(self.ctx, dim)
-            if resolved is None:
+            value = dim.value
+            if value is None or value < min_dim or value % ALIGNMENT == 0 or not runs_in_half(self.ctx, dim):
                 continue
-            value, literal = resolved
-            if value < min_dim or value % ALIGNMENT == 0:
-                continue
-            fix = None
+            plan = None
+            literal = dim.literal
             if literal is not None and literal is not dim.expr:
                 target = round_up(value, ALIGNMENT)
-                fix = CstFix(f"Round the shared size up to {target}", Applicability.UNSAFE)
-                fix.replace(literal, cst.Integer(str(target)))
+                title = f"Round the shared size up to {target}"
+                plan = FixPlan(title, Applicability.UNSAFE,
+                               lambda fctx, literal=literal, target=target, title=title: _replace_literal(
+                                   fctx, literal, target, title))
             layer = dim.layer.rsplit(".", 1)[-1]
             self.report(
                 dim.call,
                 f"{layer} {dim.role}put size {value} is not a multiple of {ALIGNMENT}; "
                 f"Tensor Core GEMMs run slower (use {round_up(value, ALIGNMENT)})",
-                fix=fix,
+                fix=plan,
             )

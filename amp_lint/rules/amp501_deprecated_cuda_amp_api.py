@@ -1,15 +1,18 @@
 """AMP501 deprecated-cuda-amp-api."""
 from __future__ import annotations
 
-from typing import List, Optional, Set
+import ast
+from typing import Dict, List, Optional, Set
 
 import libcst as cst
 
 from amp_lint.data.deprecations import DEPRECATED_AMP_APIS, DEPRECATED_AMP_MODULES, Deprecation
 from amp_lint.engine import codegen
 from amp_lint.engine.fixes import CstFix
+from amp_lint.engine.fixing import FixContext, FixPlan
 from amp_lint.findings import Applicability, Severity
 from amp_lint.rules.base import Invalid, Rule, Valid
+from amp_lint.semantics.values import Ext, options
 
 
 class DeprecatedCudaAmpApi(Rule):
@@ -233,50 +236,70 @@ class DeprecatedCudaAmpApi(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self.handled: Set[int] = set()
-        self.import_statements: List[cst.CSTNode] = []
+        self.imports: List[ast.ImportFrom] = []
+        self.loads: Dict[str, int] = {}
+
+    def deprecated(self, node: ast.AST) -> Optional[str]:
+        """The deprecated API ``node`` stands for in some context it ran in (value-based: a
+        parameter or local named ``autocast`` is not the import)."""
+        for obs in self.ctx.observations(node):
+            for option in options(obs.value(node)):
+                if isinstance(option, Ext) and option.name in DEPRECATED_AMP_APIS:
+                    return option.name
+        return None
 
     # -- calls and decorators --------------------------------------------------------------
-    def visit_Call(self, node: cst.Call) -> None:
-        qualified = self.ctx.qualify(node.func)
-        deprecation = DEPRECATED_AMP_APIS.get(qualified or "")
-        if deprecation is None:
+    def visit_Call(self, node: ast.Call) -> None:
+        qualified = self.deprecated(node.func)
+        if qualified is None:
             return
         self.handled.add(id(node.func))
-        self._report(node, qualified, deprecation, self._call_fix(node, deprecation))
+        deprecation = DEPRECATED_AMP_APIS[qualified]
+        plan = None
+        if self._available(deprecation) and not any(isinstance(a, ast.Starred) for a in node.args):
+            plan = FixPlan(f"Use `{deprecation.replacement}`", Applicability.SAFE,
+                           lambda fctx: self._call_fix(fctx, node, deprecation))
+        self._report(node, qualified, deprecation, plan)
 
-    def visit_Decorator(self, node: cst.Decorator) -> None:
-        target = node.decorator
-        if isinstance(target, cst.Call):
-            return
-        qualified = self.ctx.qualify(target)
-        deprecation = DEPRECATED_AMP_APIS.get(qualified or "")
-        if deprecation is None:
-            return
-        self.handled.add(id(target))
-        fix = None
-        if self._available(deprecation):
-            fix = self._fix(target, codegen.call(self._func(deprecation, target), self._device_args(deprecation, [])), deprecation)
-        self._report(target, qualified, deprecation, fix)
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        for target in node.decorator_list:
+            if isinstance(target, ast.Call):
+                continue
+            qualified = self.deprecated(target)
+            if qualified is None:
+                continue
+            self.handled.add(id(target))
+            deprecation = DEPRECATED_AMP_APIS[qualified]
+            plan = None
+            if self._available(deprecation):
+                plan = FixPlan(f"Use `{deprecation.replacement}`", Applicability.SAFE,
+                               lambda fctx, target=target, deprecation=deprecation: self._decorator_fix(
+                                   fctx, target, deprecation))
+            self._report(target, qualified, deprecation, plan)
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
 
     # -- bare references ---------------------------------------------------------------------
-    def visit_Attribute(self, node: cst.Attribute) -> None:
+    def visit_Attribute(self, node: ast.Attribute) -> None:
         self._reference(node)
 
-    def visit_Name(self, node: cst.Name) -> None:
+    def visit_Name(self, node: ast.Name) -> None:
+        if isinstance(node.ctx, ast.Load):
+            self.loads[node.id] = self.loads.get(node.id, 0) + 1
         self._reference(node)
 
-    def _reference(self, node: cst.BaseExpression) -> None:
-        if id(node) in self.handled:
-            return
-        if self.ctx.is_store(node):
+    def _reference(self, node: ast.AST) -> None:
+        if id(node) in self.handled or not isinstance(getattr(node, "ctx", None), ast.Load):
             return
         parent = self.ctx.parent()
-        if isinstance(parent, cst.Attribute) and parent.value is node:
+        if isinstance(parent, ast.Attribute) and parent.value is node:
             return  # only the whole chain counts
-        qualified = self.ctx.qualify(node)
-        deprecation = DEPRECATED_AMP_APIS.get(qualified or "")
-        if deprecation is None:
+        if isinstance(parent, ast.Call) and parent.func is node:
             return
+        qualified = self.deprecated(node)
+        if qualified is None:
+            return
+        deprecation = DEPRECATED_AMP_APIS[qualified]
         self.report(
             node,
             f"`{qualified}` is deprecated; use `{deprecation.replacement}` with "
@@ -284,41 +307,49 @@ class DeprecatedCudaAmpApi(Rule):
         )
 
     # -- imports -----------------------------------------------------------------------------
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        self.import_statements.append(node)
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.module and not node.level:
+            self.imports.append(node)
 
     def finish(self) -> None:
         """Report deprecated imports that nothing in the file uses (after fixes, say)."""
-        names = self.ctx.names
-        for stmt in self.import_statements:
-            assert isinstance(stmt, cst.ImportFrom)
-            if isinstance(stmt.names, cst.ImportStar):
-                continue
+        for stmt in self.imports:
             unused = []
-            for binding in names.bindings_for_statement(stmt):
-                deprecated = binding.qualified in DEPRECATED_AMP_APIS or binding.qualified in DEPRECATED_AMP_MODULES
-                if deprecated and names.uses[binding.local] == 0:
-                    unused.append(binding)
+            for alias in stmt.names:
+                if alias.name == "*":
+                    continue
+                qualified = f"{stmt.module}.{alias.name}"
+                local = alias.asname or alias.name
+                deprecated = qualified in DEPRECATED_AMP_APIS or qualified in DEPRECATED_AMP_MODULES
+                if deprecated and self.loads.get(local, 0) == 0:
+                    unused.append((alias, qualified))
             if not unused:
                 continue
-            keep = [a for a in stmt.names if all(a is not b.alias for b in unused)]
-            fix = CstFix("Remove the unused deprecated import", Applicability.SAFE)
-            statement_line = self._statement_line(stmt)
-            if not keep and statement_line is not None and len(statement_line.body) == 1:
-                fix.remove(statement_line)
-            elif keep:
-                keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-                fix.replace(stmt, stmt.with_changes(names=keep, lpar=None, rpar=None) if len(keep) == 1 and stmt.lpar else stmt.with_changes(names=keep))
-            else:
-                fix = None
-            listed = ", ".join(f"`{b.qualified}`" for b in unused)
-            self.report(stmt, f"Unused import of deprecated {listed}", fix=fix)
+            listed = ", ".join(f"`{q}`" for _, q in unused)
+            names = {a.name for a, _ in unused}
+            plan = FixPlan("Remove the unused deprecated import", Applicability.SAFE,
+                           lambda fctx, stmt=stmt, names=names: self._import_fix(fctx, stmt, names))
+            self.report(stmt, f"Unused import of deprecated {listed}", fix=plan)
 
-    def _statement_line(self, stmt: cst.CSTNode) -> Optional[cst.SimpleStatementLine]:
-        for line in _iter_statement_lines(self.ctx.module):
-            if any(small is stmt for small in line.body):
-                return line
-        return None
+    @staticmethod
+    def _import_fix(fctx: FixContext, stmt: ast.ImportFrom, names: Set[str]) -> Optional[CstFix]:
+        node = fctx.node(stmt)
+        if not isinstance(node, cst.ImportFrom) or isinstance(node.names, cst.ImportStar):
+            return None
+        keep = [a for a in node.names if cst.Module([]).code_for_node(a.name) not in names]
+        fix = CstFix("Remove the unused deprecated import", Applicability.SAFE)
+        line = fctx.statement(node)
+        if not keep:
+            if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+                return None
+            fix.remove(line)
+            return fix
+        keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        new = node.with_changes(names=keep)
+        if len(keep) == 1 and node.lpar:
+            new = new.with_changes(lpar=None, rpar=None)
+        fix.replace(node, new)
+        return fix
 
     # -- fix construction --------------------------------------------------------------------
     def _available(self, deprecation: Deprecation) -> bool:
@@ -329,29 +360,36 @@ class DeprecatedCudaAmpApi(Rule):
             return f'`device_type="{deprecation.device}"`'
         return f'`"{deprecation.device}"` as first argument'
 
-    def _report(self, node: cst.CSTNode, qualified: Optional[str], deprecation: Deprecation,
-                fix: Optional[CstFix]) -> None:
+    def _report(self, node: ast.AST, qualified: str, deprecation: Deprecation, plan: Optional[FixPlan]) -> None:
         message = f"`{qualified}` is deprecated since torch {deprecation.deprecated_since}; use `{deprecation.replacement}`"
-        if fix is None and not self._available(deprecation):
+        if plan is None and not self._available(deprecation):
             message += (f" (needs torch >= {deprecation.available_since}; "
                         f"configured torch-version is {self.ctx.settings.torch_version})")
-        self.report(node, message, fix=fix)
+        self.report(node, message, fix=plan)
 
-    def _func(self, deprecation: Deprecation, like: cst.BaseExpression) -> cst.BaseExpression:
-        text, _ = self.ctx.reference(deprecation.replacement, like)
+    @staticmethod
+    def _func(fctx: FixContext, deprecation: Deprecation, like: cst.BaseExpression) -> cst.BaseExpression:
+        text, _ = fctx.reference(deprecation.replacement, like)
         return codegen.expr(text)
 
-    def _device_args(self, deprecation: Deprecation, rest: List[cst.Arg]) -> List[cst.Arg]:
+    @staticmethod
+    def _device_args(deprecation: Deprecation, rest: List[cst.Arg]) -> List[cst.Arg]:
         device = codegen.string(deprecation.device)
         if deprecation.device_arg == "device_type":
             return rest + [codegen.keyword("device_type", device)]
         return [codegen.positional(device)] + rest
 
-    def _call_fix(self, node: cst.Call, deprecation: Deprecation) -> Optional[CstFix]:
-        if not self._available(deprecation):
+    def _decorator_fix(self, fctx: FixContext, target: ast.AST, deprecation: Deprecation) -> Optional[CstFix]:
+        node = fctx.node(target)
+        if node is None:
             return None
-        if any(arg.star == "*" for arg in node.args):
-            return None  # positions after *args cannot be remapped safely
+        new = codegen.call(self._func(fctx, deprecation, node), self._device_args(deprecation, []))
+        return self._fix(fctx, node, new, deprecation)
+
+    def _call_fix(self, fctx: FixContext, call_ast: ast.Call, deprecation: Deprecation) -> Optional[CstFix]:
+        node = fctx.node(call_ast)
+        if not isinstance(node, cst.Call):
+            return None
         if deprecation.device_arg == "device_type" and any(
             a.keyword is not None and a.keyword.value == "device_type" for a in node.args
         ):
@@ -373,22 +411,15 @@ class DeprecatedCudaAmpApi(Rule):
             args[-2] = args[-2].with_changes(comma=cst.MaybeSentinel.DEFAULT)
             if isinstance(trailing, cst.Comma):
                 args[-1] = args[-1].with_changes(comma=trailing)
-        new = codegen.call(self._func(deprecation, node.func), args, like=node)
-        return self._fix(node, new, deprecation)
+        new = codegen.call(self._func(fctx, deprecation, node.func), args, like=node)
+        return self._fix(fctx, node, new, deprecation)
 
-    def _fix(self, node: cst.CSTNode, new: cst.CSTNode, deprecation: Deprecation) -> CstFix:
-        _, needed_import = self.ctx.reference(deprecation.replacement)
+    @staticmethod
+    def _fix(fctx: FixContext, node: cst.CSTNode, new: cst.CSTNode, deprecation: Deprecation) -> CstFix:
+        _, needed_import = fctx.reference(deprecation.replacement)
         return CstFix(
             f"Use `{deprecation.replacement}`",
             Applicability.SAFE,
             replacements=[(node, new)],
             add_imports=(needed_import,) if needed_import else (),
         )
-
-
-def _iter_statement_lines(module: cst.Module):
-    from amp_lint.engine.walker import iter_subtree
-
-    for node in iter_subtree(module):
-        if isinstance(node, cst.SimpleStatementLine):
-            yield node

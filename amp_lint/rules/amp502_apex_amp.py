@@ -1,12 +1,13 @@
 """AMP502 apex-amp."""
 from __future__ import annotations
 
-import libcst as cst
+import ast
+from typing import Dict, List, Optional, Tuple
 
 from amp_lint.data.deprecations import APEX_AMP_APIS
-from amp_lint.data.training import APEX_OPT_LEVELS
 from amp_lint.findings import Applicability, Severity
 from amp_lint.rules.base import Invalid, Rule, Valid
+from amp_lint.semantics.values import Ext, options
 
 
 class ApexAmp(Rule):
@@ -16,7 +17,6 @@ class ApexAmp(Rule):
     summary = "NVIDIA apex mixed precision (removed from apex in 2025)"
     fix_applicability = Applicability.UNSAFE
     tokens = ("apex",)
-    requires = ("training",)
     docs = """
     ## What it does
     Finds uses of `apex.amp` (`initialize`, `scale_loss`, `master_params`, ...),
@@ -143,48 +143,55 @@ class ApexAmp(Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self.imports = []
-        self.pending = []
+        self.imports: List[ast.AST] = []
+        self.pending: List[Tuple[ast.AST, str]] = []
+        self.loads: Dict[str, int] = {}
 
-    def visit_Attribute(self, node: cst.Attribute) -> None:
+    def apex_name(self, node: ast.AST) -> Optional[str]:
+        for obs in self.ctx.observations(node):
+            for option in options(obs.value(node)):
+                if isinstance(option, Ext) and option.name in APEX_AMP_APIS:
+                    return option.name
+        return None
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
         self._check(node)
 
-    def visit_Name(self, node: cst.Name) -> None:
+    def visit_Name(self, node: ast.Name) -> None:
+        if isinstance(node.ctx, ast.Load):
+            self.loads[node.id] = self.loads.get(node.id, 0) + 1
         self._check(node)
 
-    def _check(self, node: cst.BaseExpression) -> None:
-        if self.ctx.is_store(node):
+    def _check(self, node: ast.AST) -> None:
+        if not isinstance(getattr(node, "ctx", None), ast.Load):
             return
         parent = self.ctx.parent()
-        if isinstance(parent, cst.Attribute) and parent.value is node:
-            qualified_parent = self.ctx.qualify(parent)
-            if qualified_parent in APEX_AMP_APIS:
-                return  # the longer chain is reported
-        qualified = self.ctx.qualify(node)
-        if qualified not in APEX_AMP_APIS:
+        if isinstance(parent, ast.Attribute) and parent.value is node and self.apex_name(parent) is not None:
+            return  # the longer chain is reported
+        qualified = self.apex_name(node)
+        if qualified is None:
             return
-        target = parent if isinstance(parent, cst.Call) and parent.func is node else node
+        target = parent if isinstance(parent, ast.Call) and parent.func is node else node
         self.pending.append((target, qualified))
 
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         self.imports.append(node)
 
-    def visit_Import(self, node: cst.Import) -> None:
+    def visit_Import(self, node: ast.Import) -> None:
         self.imports.append(node)
 
     def finish(self) -> None:
-        fix, reason = self._migration()
+        plan, reason = self._migration()
         for target, qualified in self.pending:
             message = f"`{qualified}` was removed from NVIDIA apex; {APEX_AMP_APIS[qualified]}"
             in_amp = qualified.startswith("apex.amp")
-            if in_amp and fix is None and reason:
+            if in_amp and plan is None and reason:
                 message += f" (not migrated automatically: {reason})"
-            self.report(target, message, fix=fix if in_amp else None)
-        names = self.ctx.names
+            self.report(target, message, fix=plan if in_amp else None)
         for stmt in self.imports:
-            for binding in names.bindings_for_statement(stmt):
-                if binding.qualified.startswith("apex.") and binding.qualified in APEX_AMP_APIS and names.uses[binding.local] == 0:
-                    self.report(stmt, f"Unused import of `{binding.qualified}`, removed from NVIDIA apex")
+            for qualified, local in _bindings(stmt):
+                if qualified.startswith("apex.") and qualified in APEX_AMP_APIS and self.loads.get(local, 0) == 0:
+                    self.report(stmt, f"Unused import of `{qualified}`, removed from NVIDIA apex")
 
     def _migration(self):
         """The one fix migrating the file's apex loop to torch.amp, or (None, why not)."""
@@ -192,12 +199,20 @@ class ApexAmp(Rule):
             return None, ""
         if any(not q.startswith("apex.amp") for _, q in self.pending):
             return None, "the file also uses other apex APIs; migrate those first"
-        training = self.ctx.analyses["training"]
-        loops = [loop for loop in training.loops if loop.apex_with is not None]
-        if len(loops) != 1:
-            return None, "no single training loop with `amp.scale_loss` was recognised"
-        levels = {APEX_OPT_LEVELS.get(level, "float16") for level in training.apex_opt_levels()}
-        if None in levels:
-            return None, "`opt_level=\"O0\"` is plain fp32; remove apex and keep `loss.backward()`"
-        return training.migration(loops[0], title="Migrate apex.amp to torch.amp (autocast fp16 + GradScaler)",
-                                  apex=True)
+        from amp_lint.rules._training import apex_migration
+
+        return apex_migration(self.ctx)
+
+
+def _bindings(stmt: ast.AST):
+    """(qualified name, local name) of each name an import statement binds."""
+    if isinstance(stmt, ast.Import):
+        for alias in stmt.names:
+            if alias.asname:
+                yield alias.name, alias.asname
+            else:
+                yield alias.name.split(".")[0], alias.name.split(".")[0]
+    elif isinstance(stmt, ast.ImportFrom) and stmt.module and not stmt.level:
+        for alias in stmt.names:
+            if alias.name != "*":
+                yield f"{stmt.module}.{alias.name}", alias.asname or alias.name

@@ -10,13 +10,16 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, Optional, Tuple
 
-import libcst as cst
+import ast
 
-from amp_lint.engine.fixes import CstFix
+from amp_lint.engine.checker import RawFinding
 from amp_lint.findings import Applicability, Severity
+from amp_lint.semantics.facts import Evidence, Observation
+from amp_lint.semantics.values import Value
 
 if TYPE_CHECKING:
-    from amp_lint.engine.context import FileContext
+    from amp_lint.engine.checker import CheckContext
+    from amp_lint.engine.fixing import FixPlan
 
 
 @dataclass
@@ -69,29 +72,34 @@ class Rule:
     VALID: ClassVar[List[Valid]] = []
     INVALID: ClassVar[List[Invalid]] = []
 
-    def __init__(self, ctx: "FileContext") -> None:
+    def __init__(self, ctx: "CheckContext") -> None:
         self.ctx = ctx
 
     def report(
         self,
-        node: cst.CSTNode,
+        node: ast.AST,
         message: str,
         *,
-        fix: Optional[CstFix] = None,
+        fix: Optional["FixPlan"] = None,
         fix_title: Optional[str] = None,
         precision_context: Optional[str] = None,
         confidence: str = "high",
+        evidence: Tuple[Evidence, ...] = (),
     ) -> None:
         """Record a finding at ``node`` (its start is the reported location)."""
-        self.ctx.add_finding(
-            self,
-            node,
-            message,
-            fix=fix,
-            fix_title=fix_title or (fix.title if fix else None),
-            precision_context=precision_context,
-            confidence=confidence,
-        )
+        self.ctx.add(RawFinding(self, node, message, fix, fix_title or (fix.title if fix else None),
+                                precision_context, confidence, tuple(evidence)))
+
+    def report_hazard(self, node: ast.AST, hazards: List["Hazard"], fix: Optional["FixPlan"] = None) -> None:
+        """Report the most telling of ``hazards`` (one per observation that found one), if any."""
+        if not hazards:
+            return
+        best = min(hazards, key=lambda h: (h.conditional, h.observation.context_free, h.low))
+        message = best.message
+        if best.condition and best.condition not in message:
+            message += f" (when `{best.condition}`)"
+        self.report(node, message, fix=fix, precision_context=best.label,
+                    confidence="low" if best.low else "high", evidence=best.observation.evidence(best.value))
 
     # -- documentation --------------------------------------------------------------------
     @classmethod
@@ -147,20 +155,44 @@ def _split_sections(markdown: str) -> Dict[str, str]:
     return sections
 
 
-def find_arg(call: cst.Call, keyword: str, position: Optional[int] = None) -> Optional[cst.Arg]:
-    """The argument passed as ``keyword=`` or at ``position`` (0-based) of ``call``.
+@dataclass
+class Hazard:
+    """What one observation says about a site: the message, the precision context label, and the
+    value whose half dtype is the evidence."""
 
-    A ``*args`` before ``position`` makes positions unknowable, so None is returned for them.
+    observation: Observation
+    message: str
+    label: str
+    value: Optional[Value] = None
+    low: bool = False
+
+    @property
+    def condition(self) -> Optional[str]:
+        origin = None
+        for option in getattr(self.value, "options", (self.value,)) if self.value is not None else ():
+            origin = getattr(option, "origin", None) or origin
+        if origin is None:
+            origin = self.observation.record.autocast_origin if self.observation.autocast else None
+        return origin.condition if origin is not None else None
+
+    @property
+    def conditional(self) -> bool:
+        return self.condition is not None
+
+
+def find_arg(call: ast.Call, keyword: str, position: Optional[int] = None) -> Optional[ast.expr]:
+    """The expression passed as ``keyword=`` or at ``position`` (0-based) of ``call``.
+
+    A ``*args`` at or before ``position`` makes positions unknowable, so None is returned for them.
     """
-    positional = 0
-    for arg in call.args:
-        if arg.keyword is not None:
-            if arg.keyword.value == keyword:
-                return arg
-        elif arg.star == "*":
-            position = None
-        elif arg.star == "":
-            if position is not None and positional == position:
-                return arg
-            positional += 1
+    for kw in call.keywords:
+        if kw.arg == keyword:
+            return kw.value
+    if position is None:
+        return None
+    for index, arg in enumerate(call.args):
+        if isinstance(arg, ast.Starred):
+            return None
+        if index == position:
+            return arg
     return None

@@ -1,0 +1,59 @@
+"""Shared pieces of the training-recipe rules (AMP001, AMP101-106, AMP502's migration)."""
+from __future__ import annotations
+
+import ast
+import re
+from typing import List, Optional, Sequence, Tuple
+
+from amp_lint.engine.checker import CheckContext
+from amp_lint.engine.fixing import FixPlan
+from amp_lint.rules._migration import Migration
+from amp_lint.semantics.training import TrainingModel, TrainingStep
+
+_TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test|conftest)\.py$|(^|/)tests?/")
+
+
+def training_model(ctx: CheckContext) -> TrainingModel:
+    """The file's training model, built once per check and shared by the rules."""
+    model = getattr(ctx, "_training_model", None)
+    if model is None:
+        model = TrainingModel(ctx.tree, ctx.facts)
+        ctx._training_model = model  # type: ignore[attr-defined]
+    return model
+
+
+def is_test_file(path: str) -> bool:
+    return bool(_TEST_FILE.search(path.replace("\\", "/")))
+
+
+def in_test(ancestors: Sequence[ast.AST]) -> bool:
+    """Inside a pytest/unittest test (``def test_*``, ``class Test*``)."""
+    for node in ancestors:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
+            return True
+        if isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+            return True
+    return False
+
+
+def framework_precision(ctx: CheckContext) -> List[Tuple[str, Optional[str]]]:
+    """(kind, precision) of the frameworks that own mixed precision anywhere in the program."""
+    return [(kind, precision) for kind, precision, _ in ctx.facts.interpreter.frameworks]
+
+
+def migration_plan(ctx: CheckContext, step: TrainingStep, title: str, **options) -> Tuple[Optional[FixPlan], str]:
+    return Migration(ctx, training_model(ctx), step, **options).fix_plan(title)
+
+
+def apex_migration(ctx: CheckContext) -> Tuple[Optional[FixPlan], str]:
+    """The one fix migrating the file's apex loop to torch.amp, or (None, why not)."""
+    model = training_model(ctx)
+    steps = [s for s in model.steps if s.apex_with is not None]
+    if len(steps) != 1:
+        return None, "no single training loop with `amp.scale_loss` was recognised"
+    for node in ast.walk(ctx.tree):
+        if isinstance(node, ast.Call):
+            for kw in node.keywords:
+                if kw.arg == "opt_level" and isinstance(kw.value, ast.Constant) and kw.value.value == "O0":
+                    return None, '`opt_level="O0"` is plain fp32; remove apex and keep `loss.backward()`'
+    return migration_plan(ctx, steps[0], "Migrate apex.amp to torch.amp (autocast fp16 + GradScaler)", apex=True)

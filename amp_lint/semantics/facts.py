@@ -1,0 +1,184 @@
+"""What rules may ask of the analysis, and the evidence behind each answer.
+
+A rule looks at a node of the file's ``ast`` and asks for its :class:`Observation` s: one per
+analysis context in which the node ran (a calling context of its function, a branch of a forked
+autocast region). An observation gives the value of any expression evaluated in that context, the
+autocast state there, and the evidence for a half dtype: where it came from (a cast, an autocast
+region, an explicit dtype, a ``from_pretrained(torch_dtype=...)``) and the call path that carried it
+to this node. Rules decide per observation, so operands are always judged together, in one context.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+from amp_lint.semantics.interpreter import CallSite, Interpreter, Record, State
+from amp_lint.semantics.values import (
+    BF16, F16, HALF, UNKNOWN, DType, Ext, Module, Origin, Tensor, Value, dtype_label, options,
+)
+
+CUDA, CPU, APEX = "cuda", "cpu", "apex"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One step of the chain that makes a value half: ``message`` at ``path:line``."""
+
+    path: str
+    line: int
+    message: str
+
+
+class Observation:
+    """One context in which a node ran."""
+
+    __slots__ = ("record",)
+
+    def __init__(self, record: Record) -> None:
+        self.record = record
+
+    def value(self, node: Optional[ast.AST]) -> Value:
+        if node is None:
+            return UNKNOWN
+        return self.record.values.get(id(node), UNKNOWN)
+
+    @property
+    def state(self) -> State:
+        return self.record.state
+
+    @property
+    def autocast(self) -> bool:
+        return self.record.state is not None
+
+    @property
+    def cuda_autocast(self) -> bool:
+        """Under CUDA autocast (or apex O1, whose fp32 lists are a superset for our ops)."""
+        state = self.record.state
+        return state is not None and state[0] in (CUDA, APEX)
+
+    @property
+    def cpu_autocast(self) -> bool:
+        state = self.record.state
+        return state is not None and state[0] == CPU
+
+    @property
+    def context_free(self) -> bool:
+        return self.record.context_free
+
+    def label(self, dtypes: int) -> str:
+        """The precision context label of a half value here (AUTOCAST_FP16, PURE_BF16, ...)."""
+        state = self.record.state
+        if state is not None:
+            return "AUTOCAST_BF16" if state[1] == BF16 else "AUTOCAST_FP16"
+        return "PURE_BF16" if (dtypes & HALF) == BF16 else "PURE_FP16"
+
+    def where(self, value: Value) -> str:
+        """``in float16 (a module cast to float16)``: the phrase messages end with."""
+        dtypes = 0
+        for option in options(value):
+            dtypes |= getattr(option, "dtypes", 0)
+        name = dtype_label(dtypes & HALF or dtypes)
+        origin = _origin_of(value)
+        state = self.record.state
+        if origin is not None and origin.kind != "autocast" or state is None:
+            kind = origin.kind if origin is not None else ""
+            what = {"module_cast": f"a module cast to {name}", "from_pretrained": f"a model loaded in {name}",
+                    "apex": f"an apex fp16 model", "framework": f"a model cast to {name}",
+                    "cast": f"a tensor cast to {name}", "dtype": f"created as {name}"}.get(kind, "outside autocast")
+            return f"in {name} ({what})"
+        device = {"cpu": "CPU autocast", "apex": "apex O1"}.get(state[0], "CUDA autocast")
+        return f"in {name} ({device})"
+
+    def evidence(self, value: Optional[Value] = None) -> Tuple[Evidence, ...]:
+        """Where the half dtype of ``value`` (or the autocast region) comes from, then the call path."""
+        steps: List[Evidence] = []
+        origin = _origin_of(value) if value is not None else None
+        if origin is None and self.record.state is not None:
+            origin = self.record.autocast_origin
+        if origin is not None:
+            steps.append(Evidence(origin.path, origin.line, _origin_message(origin)))
+        for site in self.record.stack:
+            steps.append(Evidence(site.path, site.line, f"calls `{site.callee}`"))
+        return tuple(steps)
+
+
+def _origin_of(value: Value) -> Optional[Origin]:
+    for option in options(value):
+        origin = getattr(option, "origin", None)
+        if origin is not None and (not isinstance(option, Tensor) or option.half):
+            return origin
+    return None
+
+
+def _origin_message(origin: Origin) -> str:
+    what = {
+        "cast": "cast to half", "module_cast": "module cast to half", "autocast": "autocast region", "dtype": "created in half precision",
+        "from_pretrained": "loaded in half precision", "apex": "apex amp", "framework": "mixed precision set here",
+    }.get(origin.kind, origin.kind)
+    cond = f" (when `{origin.condition}`)" if origin.condition else ""
+    return f"{what}: `{origin.text}`{cond}"
+
+
+class Facts:
+    """Read access to a finished analysis."""
+
+    def __init__(self, interpreter: Interpreter) -> None:
+        self.interpreter = interpreter
+
+    def observations(self, node: ast.AST, scope: ast.AST) -> List[Observation]:
+        """The contexts in which ``node`` (inside ``scope``) was evaluated."""
+        key = id(node)
+        out = []
+        for record in self.interpreter.records.get(id(scope), ()):
+            if key in record.values:
+                out.append(Observation(record))
+        return out
+
+    def master_wrapped(self, site: Optional[str]) -> bool:
+        """Whether the optimizer created at ``site`` is handed to a master-weight wrapper anywhere."""
+        return site is not None and site in self.interpreter.master_wrapped
+
+    def runs_in_half(self, constructor: ast.AST) -> bool:
+        """Whether the torch.nn module built by the call ``constructor`` ever runs in half precision
+        (its owner cast to fp16/bf16, or called under autocast)."""
+        return id(constructor) in self.interpreter.half_layers
+
+    def values(self, node: ast.AST, scope: ast.AST) -> Iterator[Value]:
+        for obs in self.observations(node, scope):
+            yield obs.value(node)
+
+    def qualified(self, node: ast.AST, scope: ast.AST) -> Optional[str]:
+        """The torch/library name an expression stands for in every context it ran (``None`` if it
+        is not one, or not the same one everywhere)."""
+        names = set()
+        for value in self.values(node, scope):
+            for option in options(value):
+                names.add(option.name if isinstance(option, Ext) else None)
+        if len(names) == 1:
+            return names.pop()
+        return None
+
+
+def describe(value: Value) -> str:
+    """A short human description of an abstract value (``explain``)."""
+    parts = []
+    for option in options(value):
+        if isinstance(option, Tensor):
+            text = f"tensor {dtype_label(option.dtypes)}" if option.dtypes else "tensor of unknown dtype"
+            if option.unknown and option.dtypes:
+                text += " (or unknown)"
+            parts.append(text)
+        elif isinstance(option, Module):
+            cls = option.cls
+            name = getattr(getattr(cls, "info", None), "qualname", None) or getattr(cls, "name", None) or "a model"
+            cast = dtype_label(option.cast) if option.cast and not option.cast_unknown else "unknown dtype"
+            parts.append(f"module {name} with {cast} parameters")
+        elif isinstance(option, DType):
+            parts.append(f"dtype {dtype_label(option.dtypes)}")
+        elif option is UNKNOWN:
+            parts.append("unknown")
+        else:
+            parts.append(type(option).__name__.lower() + (f" {option.value!r}" if getattr(option, "value", None)
+                                                            is not None else ""))
+    return " | ".join(parts) if parts else "unknown"

@@ -1,0 +1,1432 @@
+"""A flow-sensitive abstract interpreter for the precision analysis, over Python's ``ast``.
+
+Every module's top level runs once (imports run the imported module first). A call of a user
+function analyses its body for that calling context - the argument values, the receiver, the
+autocast state - and memoises the result, so a function is analysed once per distinct context (at
+most :data:`MAX_CONTEXTS`; past that, contexts are widened by joining their arguments). Functions no
+analysed code reaches are analysed once at the end with unknown arguments ("context-free").
+
+Within a function: assignments, unpacking, augmented assignment and attribute stores update an
+environment; ``if``/``else`` and ``try`` join their branches (values that differ between the
+branches of a flag test keep the condition as evidence); loops iterate to a fixpoint;
+``with torch.autocast(...)`` changes the autocast state for its body (forking it when the autocast
+is conditional); comprehensions and generators yield their element values.
+
+What each expression evaluated to is recorded per analysis context in a :class:`Record`, which
+rules read through :mod:`amp_lint.semantics.facts`. Instance attributes are kept per class (the
+join of every ``self.x = ...``), and a module's cast (``.half()``) is a property of the instance
+value that its submodules and parameters adopt when read.
+"""
+from __future__ import annotations
+
+import ast
+import sys
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
+
+from amp_lint.semantics import torch_api
+from amp_lint.semantics.program import ClassInfo, FunctionInfo, ModuleIndex, Namespace, SourceModule
+from amp_lint.semantics.values import (
+    BOOL, F16, F32, FLOATS, HALF, INT, NONE, UNKNOWN, Builtin, ClassVal, Coll, DictVal, DType, Ext, FuncVal,
+    Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Union, Value, element, join, options,
+    promote, with_condition,
+)
+
+#: An autocast state: None (no autocast) or (device, dtype bit); device "cuda", "cpu" or "apex" (O1).
+State = Optional[Tuple[str, int]]
+
+MAX_CONTEXTS = 8
+MAX_DEPTH = 40
+MAX_LOOP_ITERATIONS = 4
+
+
+@dataclass(frozen=True)
+class CallSite:
+    """One step of a call path: ``callee`` called at ``path:line``."""
+
+    path: str
+    line: int
+    callee: str
+
+
+@dataclass(eq=False)
+class Record:
+    """The values of one analysis of a scope (function, lambda or module top level) in one state."""
+
+    scope: ast.AST
+    module: SourceModule
+    state: State
+    stack: Tuple[CallSite, ...]
+    context_free: bool
+    autocast_origin: Optional[Origin] = None
+    values: Dict[int, Value] = field(default_factory=dict)
+
+
+@dataclass
+class Summary:
+    returns: Value
+    effects: Dict[int, Value]
+
+
+class Frame:
+    """The state of one running scope."""
+
+    __slots__ = ("module", "info", "env", "record", "state", "stack", "returns", "mutated", "assigned", "loops",
+                 "cls", "autocast_origin", "context_free", "yields", "statement")
+
+    def __init__(self, module: SourceModule, info: Optional[FunctionInfo], env: Dict[str, Value], record: Record,
+                 state: State, stack: Tuple[CallSite, ...], cls: Optional[ClassInfo] = None) -> None:
+        self.module = module
+        self.info = info
+        self.env = env
+        self.record = record
+        self.state = state
+        self.stack = stack
+        self.returns: Optional[Value] = None
+        self.mutated: Set[str] = set()
+        self.assigned: Set[str] = set()
+        self.loops: List[Tuple[List[Dict[str, Value]], List[Dict[str, Value]]]] = []
+        self.cls = cls
+        self.autocast_origin: Optional[Origin] = record.autocast_origin
+        self.context_free = record.context_free
+        self.yields: Optional[Value] = None
+        self.statement: Optional[ast.AST] = None  # the call an expression statement consists of
+
+
+_BUILTIN_NAMES = frozenset({
+    "len", "range", "enumerate", "zip", "int", "float", "bool", "str", "list", "tuple", "dict", "set",
+    "frozenset", "min", "max", "abs", "round", "sum", "sorted", "reversed", "isinstance", "issubclass",
+    "hasattr", "getattr", "setattr", "print", "super", "type", "iter", "next", "map", "filter", "any", "all",
+    "open", "repr", "format", "divmod", "pow", "callable", "id", "hash", "vars", "object", "property",
+    "staticmethod", "classmethod", "Exception", "ValueError", "RuntimeError", "NotImplementedError",
+    "KeyError", "TypeError", "AttributeError", "ImportError", "AssertionError", "StopIteration", "input",
+})
+
+
+class Interpreter:
+    """Runs the analysis over a set of source modules."""
+
+    def __init__(self, modules: Sequence[SourceModule], *, device: str = "cuda") -> None:
+        self.modules = list(modules)
+        self.index = ModuleIndex(self.modules)
+        self.device = "cpu" if device == "cpu" else "cuda"
+        self.memo: Dict[tuple, Summary] = {}
+        self.running: Set[tuple] = set()
+        self.wide: Dict[int, Tuple[tuple, State]] = {}
+        self.records: Dict[int, List[Record]] = {}
+        self.functions: Dict[int, FunctionInfo] = {}
+        self.classes: Dict[int, ClassInfo] = {}
+        self.depth = 0
+        self.live: Dict[int, Frame] = {}  # module id -> its running top-level frame
+        #: module instances cast to half (or loaded in half): their forward runs in half wherever they
+        #: go, also when the call is out of sight (a trainer, another program, the user)
+        self.seeds: List[Tuple[Module, SourceModule, Optional[Origin]]] = []
+        #: creation sites of optimizers passed to a wrapper that keeps fp32 master weights
+        self.master_wrapped: Set[str] = set()
+        #: ids of torch.nn constructor calls whose module ran in half (cast, or called under autocast)
+        self.half_layers: Set[int] = set()
+        #: optimizers built over half parameters: (optimizer site, origin of the half dtype)
+        self.half_optimizers: List[Tuple[str, Origin]] = []
+        #: GradScaler sites that step or unscale an optimizer of half parameters -> that dtype's origin
+        self.half_scalers: Dict[str, Origin] = {}
+        #: mixed precision owned by a framework: (kind, precision text or None, origin)
+        self.frameworks: List[Tuple[str, Optional[str], Optional[Origin]]] = []
+        for module in self.modules:
+            self._collect(module)
+
+    # -- set-up ------------------------------------------------------------------------------------
+    def _collect(self, module: SourceModule) -> None:
+        """Create the infos of every def and class of ``module`` (qualified names by nesting)."""
+
+        def visit(body: Sequence[ast.AST], prefix: str, cls: Optional[ClassInfo]) -> None:
+            for node in body:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    info = FunctionInfo(node, module, prefix + node.name, cls)
+                    self.functions[id(node)] = info
+                    module.functions.append(info)
+                    visit(node.body, info.qualname + ".", None)
+                elif isinstance(node, ast.ClassDef):
+                    cinfo = ClassInfo(node, module, prefix + node.name)
+                    self.classes[id(node)] = cinfo
+                    module.classes.append(cinfo)
+                    visit(node.body, cinfo.qualname + ".", cinfo)
+                else:
+                    for child in ast.iter_child_nodes(node):
+                        if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)):
+                            visit([child], prefix, cls)
+                        elif isinstance(child, list):  # pragma: no cover
+                            visit(child, prefix, cls)
+            return None
+
+        visit(module.tree.body, "", None)
+
+    # -- driver ------------------------------------------------------------------------------------
+    def run(self) -> None:
+        """Run every module's top level, then the forward of every half module (seeds), then the
+        functions nothing reached."""
+        for module in self.modules:
+            self.run_module(module)
+        done: Set[Tuple[int, Module]] = set()
+        while self.seeds:
+            seeds, self.seeds = self.seeds, []
+            for seed, where, origin in seeds:
+                self.analyse_seed(seed, where, origin, done)
+        for module in self.modules:
+            for info in module.functions:
+                if info.contexts == 0:
+                    self.analyse_free(info)
+
+    def run_module(self, module: SourceModule) -> None:
+        if module.state != "new":
+            return
+        module.state = "running"
+        module.env.update({"__name__": Scalar("str"), "__file__": Scalar("str", module.relpath)})
+        record = self._record(module.tree, module, None, (), False)
+        frame = Frame(module, None, module.env, record, None, ())
+        self.live[id(module)] = frame
+        try:
+            self.exec_block(module.tree.body, frame)
+        except RecursionError:  # pragma: no cover - pathological nesting
+            pass
+        finally:
+            module.env = frame.env
+            self.live.pop(id(module), None)
+            module.state = "done"
+
+    def enter_state(self, frame: Frame, state: State, origin: Optional[Origin]) -> None:
+        """The rest of ``frame`` runs in ``state`` (apex O1 patches torch globally once initialised)."""
+        if frame.state == state:
+            return
+        record = frame.record
+        frame.state, frame.autocast_origin = state, origin
+        frame.record = self._record(record.scope, record.module, state, record.stack, record.context_free, origin)
+
+    def add_seed(self, module: Value, frame: Frame) -> None:
+        for option in options(module):
+            if isinstance(option, Module) and option.cast & HALF:
+                self.mark_half_layers(option, set())
+                if isinstance(option.cls, ClassVal):
+                    self.seeds.append((option, frame.module, option.origin))
+
+    def mark_half_layers(self, module: Value, seen: Set[int]) -> None:
+        """Every torch.nn layer inside a module cast to half computes in half."""
+        for option in options(module):
+            if not isinstance(option, Module):
+                if isinstance(option, (Seq, Coll)):
+                    for item in (option.items if isinstance(option, Seq) else (option.elem,)):
+                        self.mark_half_layers(item, seen)
+                continue
+            if option.site is not None:
+                self.half_layers.add(id(option.site))
+            for item in option.items:
+                self.mark_half_layers(item, seen)
+            if isinstance(option.cls, ClassVal) and id(option.cls.info) not in seen:
+                seen.add(id(option.cls.info))
+                for cls in self.mro(option.cls.info):
+                    for value in cls.fields.values():
+                        self.mark_half_layers(value, seen)
+
+    def analyse_seed(self, seed: Module, where: SourceModule, origin: Optional[Origin],
+                     done: Set[Tuple[int, Module]]) -> None:
+        """Run ``forward`` of a half module with unknown inputs (its parameters decide)."""
+        assert isinstance(seed.cls, ClassVal)
+        forward = self.class_lookup(seed.cls.info, "forward")
+        if not isinstance(forward, FunctionInfo) or (id(forward), seed) in done:
+            return
+        done.add((id(forward), seed))
+        spec = forward.node.args  # type: ignore[attr-defined]
+        count = len(spec.posonlyargs) + len(spec.args) - 1
+        record = self._record(where.tree, where, None, (), False)
+        frame = Frame(where, None, {}, record, None, ())
+        site = CallSite(origin.path if origin else where.relpath, origin.line if origin else 0, forward.qualname)
+        env, names = bind_arguments(forward.node, seed, [UNKNOWN] * max(count, 0), {}, None)
+        self._invoke(forward, env, names, None, (site,), origin=None)
+        del frame
+
+    def analyse_free(self, info: FunctionInfo) -> None:
+        """Analyse ``info`` with unknown arguments and, for a method, an instance of unknown cast."""
+        node = info.node
+        bound: Optional[Value] = None
+        if info.cls is not None and not _is_static(node):
+            cls_val = ClassVal(info.cls)
+            bound = Module(cls_val, cast=0, cast_unknown=True) if info.cls.is_module else Instance(cls_val)
+        args = node.args  # type: ignore[attr-defined]
+        names = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
+        values: List[Value] = [UNKNOWN] * len(names)
+        if bound is not None and names:
+            values[0] = bound
+        if args.vararg:
+            names.append(args.vararg.arg)
+            values.append(Coll(UNKNOWN))
+        if args.kwarg:
+            names.append(args.kwarg.arg)
+            values.append(DictVal())
+        self._invoke(info, dict(zip(names, values)), names, None, (), context_free=True)
+
+    # -- records -----------------------------------------------------------------------------------
+    def _record(self, scope: ast.AST, module: SourceModule, state: State, stack: Tuple[CallSite, ...],
+                context_free: bool, origin: Optional[Origin] = None) -> Record:
+        record = Record(scope, module, state, stack, context_free, origin)
+        self.records.setdefault(id(scope), []).append(record)
+        return record
+
+    # -- names ---------------------------------------------------------------------------------------
+    def global_env(self, module: SourceModule) -> Dict[str, Value]:
+        live = self.live.get(id(module))
+        if live is not None:
+            return live.env
+        if module.state == "new":
+            self.run_module(module)
+        return module.env
+
+    def lookup(self, name: str, frame: Frame) -> Value:
+        value = frame.env.get(name)
+        if value is not None:
+            return value
+        info = frame.info
+        while info is not None and info.closure is not None:
+            value = info.closure.get(name)
+            if value is not None:
+                return value
+            break
+        if frame.info is not None or frame.cls is not None:
+            value = self.global_env(frame.module).get(name)
+            if value is not None:
+                return value
+        if name in _BUILTIN_NAMES:
+            return Builtin(name)
+        if name in ("True", "False"):
+            return Scalar("bool", name == "True")
+        return UNKNOWN
+
+    # -- imports -------------------------------------------------------------------------------------
+    def import_module(self, importer: SourceModule, dotted: str, level: int = 0) -> Value:
+        found = (self.index.resolve_relative(importer, level, dotted) if level
+                 else self.index.resolve_absolute(importer, dotted))
+        if isinstance(found, SourceModule):
+            return ModVal(found)
+        if isinstance(found, Namespace):
+            return Obj("namespace_package", (("folder", Scalar("str", found.folder)),))
+        if level:
+            return UNKNOWN
+        return Ext(dotted)
+
+    def module_attr(self, module: SourceModule, name: str, importer: Optional[SourceModule] = None) -> Value:
+        env = self.global_env(module)
+        value = env.get(name)
+        if value is not None:
+            return value
+        # a submodule of a package: ``from pkg import mod``
+        if module.is_package:
+            sub = self.index._lookup(module.folder, name)
+            if isinstance(sub, SourceModule):
+                return ModVal(sub)
+        return UNKNOWN
+
+    def exec_import(self, node: ast.AST, frame: Frame) -> None:
+        module = frame.module
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    frame.env[alias.asname] = self.import_module(module, alias.name)
+                else:
+                    root = alias.name.split(".")[0]
+                    value = self.import_module(module, root)
+                    if isinstance(value, ModVal):
+                        self.import_module(module, alias.name)  # runs the submodule too
+                    frame.env[root] = value
+            return
+        assert isinstance(node, ast.ImportFrom)
+        base = self.import_module(module, node.module or "", node.level) if (node.module or node.level) else UNKNOWN
+        for alias in node.names:
+            if alias.name == "*":
+                if isinstance(base, ModVal):
+                    for key, value in self.global_env(base.info).items():
+                        if not key.startswith("_"):
+                            frame.env[key] = value
+                continue
+            local = alias.asname or alias.name
+            if isinstance(base, ModVal):
+                value = self.module_attr(base.info, alias.name)
+                if value is UNKNOWN:
+                    sub = self.import_module(module, f"{node.module}.{alias.name}" if node.module else alias.name,
+                                             node.level)
+                    value = sub if isinstance(sub, ModVal) else UNKNOWN
+            elif isinstance(base, Obj) and base.kind == "namespace_package":
+                sub = self.import_module(module, f"{node.module}.{alias.name}" if node.module else alias.name,
+                                         node.level)
+                value = sub if isinstance(sub, ModVal) else UNKNOWN
+            elif isinstance(base, Ext):
+                value = torch_api.ext_attr(base, alias.name)
+            else:
+                value = UNKNOWN
+            frame.env[local] = value
+
+    # -- statements ----------------------------------------------------------------------------------
+    def exec_block(self, body: Sequence[ast.stmt], frame: Frame) -> bool:
+        """Run ``body``; False when every path through it ended (return, raise, break)."""
+        for stmt in body:
+            handler = self._stmt_table.get(type(stmt))
+            if handler is None:
+                continue
+            if not handler(self, stmt, frame):
+                return False
+        return True
+
+    def _s_expr(self, node: ast.Expr, frame: Frame) -> bool:
+        frame.statement = node.value
+        self.ev(node.value, frame)
+        frame.statement = None
+        return True
+
+    def _s_assign(self, node: ast.Assign, frame: Frame) -> bool:
+        value = self.ev(node.value, frame)
+        for target in node.targets:
+            self.bind(target, value, frame)
+        return True
+
+    def _s_annassign(self, node: ast.AnnAssign, frame: Frame) -> bool:
+        if node.value is not None:
+            self.bind(node.target, self.ev(node.value, frame), frame)
+        return True
+
+    def _s_augassign(self, node: ast.AugAssign, frame: Frame) -> bool:
+        current = self.ev(node.target, frame)
+        operand = self.ev(node.value, frame)
+        result = self.binop(node.op, current, operand, frame, node)
+        if isinstance(current, Tensor) and isinstance(result, Tensor):
+            result = replace(current, scaled=current.scaled or result.scaled)  # in place: the dtype stays
+        self.bind(node.target, result, frame)
+        return True
+
+    def _s_return(self, node: ast.Return, frame: Frame) -> bool:
+        value = self.ev(node.value, frame) if node.value is not None else NONE
+        frame.returns = join(frame.returns, value)
+        return False
+
+    def _s_raise(self, node: ast.Raise, frame: Frame) -> bool:
+        if node.exc is not None:
+            self.ev(node.exc, frame)
+        return False
+
+    def _s_pass(self, node: ast.stmt, frame: Frame) -> bool:
+        return True
+
+    def _s_assert(self, node: ast.Assert, frame: Frame) -> bool:
+        self.ev(node.test, frame)
+        return True
+
+    def _s_delete(self, node: ast.Delete, frame: Frame) -> bool:
+        for target in node.targets:
+            if isinstance(target, ast.Name):
+                frame.env.pop(target.id, None)
+        return True
+
+    def _s_import(self, node: ast.AST, frame: Frame) -> bool:
+        self.exec_import(node, frame)
+        return True
+
+    def _s_break(self, node: ast.stmt, frame: Frame) -> bool:
+        if frame.loops:
+            frame.loops[-1][0].append(dict(frame.env))
+        return False
+
+    def _s_continue(self, node: ast.stmt, frame: Frame) -> bool:
+        if frame.loops:
+            frame.loops[-1][1].append(dict(frame.env))
+        return False
+
+    def _s_if(self, node: ast.If, frame: Frame) -> bool:
+        test = self.ev(node.test, frame)
+        decided = _truth(node.test, test)
+        if decided is True:
+            return self.exec_block(node.body, frame)
+        if decided is False:
+            return self.exec_block(node.orelse, frame)
+        before = frame.env
+        frame.env = dict(before)
+        alive_then = self.exec_block(node.body, frame)
+        env_then = frame.env
+        frame.env = dict(before)
+        alive_else = self.exec_block(node.orelse, frame)
+        env_else = frame.env
+        if not alive_then and not alive_else:
+            frame.env = env_else
+            return False
+        frame.env = join_envs(env_then if alive_then else None, env_else if alive_else else None,
+                              lambda: frame.module.segment(node.test, 40))
+        return True
+
+    def _s_match(self, node: ast.Match, frame: Frame) -> bool:
+        self.ev(node.subject, frame)
+        before = frame.env
+        out: Optional[Dict[str, Value]] = dict(before)
+        alive_any = True
+        for case in node.cases:
+            frame.env = dict(before)
+            self._bind_pattern(case.pattern, frame)
+            if self.exec_block(case.body, frame):
+                out = join_envs(out, frame.env, None)
+            alive_any = True
+        frame.env = out if out is not None else dict(before)
+        return alive_any
+
+    def _bind_pattern(self, pattern: ast.AST, frame: Frame) -> None:
+        for sub in ast.walk(pattern):
+            name = getattr(sub, "name", None)
+            if isinstance(name, str):
+                frame.env[name] = UNKNOWN
+
+    def _loop(self, node: ast.AST, frame: Frame, bind_target: Callable[[], None], test: Optional[ast.AST]) -> bool:
+        env_in = frame.env
+        breaks: List[Dict[str, Value]] = []
+        for _ in range(MAX_LOOP_ITERATIONS):
+            frame.env = dict(env_in)
+            if test is not None:
+                self.ev(test, frame)
+            bind_target()
+            frame.loops.append(([], []))
+            alive = self.exec_block(node.body, frame)  # type: ignore[attr-defined]
+            breaks_now, continues = frame.loops.pop()
+            breaks = breaks_now
+            ends = [frame.env] if alive else []
+            ends.extend(continues)
+            new_in = env_in
+            for env in ends:
+                new_in = join_envs(new_in, env, None)
+            if envs_equal(new_in, env_in):
+                break
+            env_in = new_in
+        infinite = isinstance(test, ast.Constant) and bool(test.value)
+        after: Optional[Dict[str, Value]] = None if infinite and breaks else env_in
+        for env in breaks:
+            after = join_envs(after, env, None)
+        frame.env = dict(after if after is not None else env_in)
+        orelse = getattr(node, "orelse", [])
+        if orelse:
+            return self.exec_block(orelse, frame)
+        return True
+
+    def _s_for(self, node: ast.For, frame: Frame) -> bool:
+        iterable = self.ev(node.iter, frame)
+        elem = self.iterate(iterable, frame)
+        return self._loop(node, frame, lambda: self.bind(node.target, elem, frame), None)
+
+    def _s_while(self, node: ast.While, frame: Frame) -> bool:
+        return self._loop(node, frame, lambda: None, node.test)
+
+    def _s_try(self, node: ast.AST, frame: Frame) -> bool:
+        before = dict(frame.env)
+        alive = self.exec_block(node.body, frame)  # type: ignore[attr-defined]
+        env_body = frame.env if alive else None
+        out: Optional[Dict[str, Value]] = None
+        if alive and node.orelse:  # type: ignore[attr-defined]
+            alive = self.exec_block(node.orelse, frame)  # type: ignore[attr-defined]
+            env_body = frame.env if alive else None
+        out = env_body
+        any_alive = alive
+        for handler in node.handlers:  # type: ignore[attr-defined]
+            frame.env = join_envs(before, env_body, None) or dict(before)
+            frame.env = dict(frame.env)
+            if handler.type is not None:
+                self.ev(handler.type, frame)
+            if handler.name:
+                frame.env[handler.name] = UNKNOWN
+            if self.exec_block(handler.body, frame):
+                out = join_envs(out, frame.env, None)
+                any_alive = True
+        frame.env = out if out is not None else dict(before)
+        if node.finalbody:  # type: ignore[attr-defined]
+            self.exec_block(node.finalbody, frame)  # type: ignore[attr-defined]
+        return any_alive
+
+    def _s_with(self, node: ast.AST, frame: Frame) -> bool:
+        states: List[Tuple[State, Optional[Origin]]] = [(frame.state, frame.autocast_origin)]
+        for item in node.items:  # type: ignore[attr-defined]
+            cm = self.ev(item.context_expr, frame)
+            if item.optional_vars is not None:
+                self.bind(item.optional_vars, torch_api.enter_value(cm), frame)
+            new: List[Tuple[State, Optional[Origin]]] = []
+            for state, origin in states:
+                for option in torch_api.autocast_states(cm, state, origin, self.device):
+                    if option not in new:
+                        new.append(option)
+            states = new or states
+        if len(states) == 1 and states[0][0] == frame.state:
+            return self.exec_block(node.body, frame)  # type: ignore[attr-defined]
+        return self._forked(node.body, frame, states)  # type: ignore[attr-defined]
+
+    def _forked(self, body: Sequence[ast.stmt], frame: Frame, states: List[Tuple[State, Optional[Origin]]]) -> bool:
+        """Run ``body`` once per autocast state, each with its own record; join the results."""
+        before, record, state, origin = frame.env, frame.record, frame.state, frame.autocast_origin
+        out: Optional[Dict[str, Value]] = None
+        alive_any = False
+        for new_state, new_origin in states:
+            frame.env = dict(before)
+            frame.state, frame.autocast_origin = new_state, new_origin
+            frame.record = self._record(record.scope, record.module, new_state, record.stack, record.context_free,
+                                        new_origin)
+            if self.exec_block(body, frame):
+                alive_any = True
+                out = join_envs(out, frame.env, None)
+        frame.record, frame.state, frame.autocast_origin = record, state, origin
+        frame.env = out if out is not None else before
+        return alive_any or out is None and False
+
+    def _s_functiondef(self, node: ast.AST, frame: Frame) -> bool:
+        info = self.functions.get(id(node))
+        if info is None:  # pragma: no cover - every def was collected
+            return True
+        defaults = node.args.defaults + [d for d in node.args.kw_defaults if d is not None]  # type: ignore[attr-defined]
+        for default in defaults:
+            self.ev(default, frame)
+        if frame.info is not None:
+            info.closure = frame.env
+        decorators = [self.ev(d, frame) for d in node.decorator_list]  # type: ignore[attr-defined]
+        info.decorators = decorators  # type: ignore[attr-defined]
+        value: Value = FuncVal(info)
+        if frame.cls is not None:
+            frame.cls.methods[node.name] = info  # type: ignore[attr-defined]
+        for dec in decorators:
+            if isinstance(dec, Builtin) and dec.name == "property":
+                value = Obj("property", (("getter", value),))
+        frame.env[node.name] = value  # type: ignore[attr-defined]
+        return True
+
+    def _s_classdef(self, node: ast.ClassDef, frame: Frame) -> bool:
+        info = self.classes.get(id(node))
+        if info is None:  # pragma: no cover
+            return True
+        info.bases = tuple(self.ev(b, frame) for b in node.bases)
+        info.is_module = self.is_module_class(info)
+        decorators = [self.ev(d, frame) for d in node.decorator_list]
+        env: Dict[str, Value] = dict(frame.env) if frame.info is not None else {}
+        body_frame = Frame(frame.module, frame.info, env, frame.record, frame.state, frame.stack, cls=info)
+        if frame.info is None:
+            body_frame.env = _ClassNamespace(self.global_env(frame.module))  # type: ignore[assignment]
+        self.exec_block(node.body, body_frame)
+        for key, value in list(body_frame.env.items()):
+            if isinstance(value, FuncVal):
+                info.methods.setdefault(key, value.info)
+            elif isinstance(value, Obj) and value.kind == "property":
+                getter = value.get("getter")
+                if isinstance(getter, FuncVal):
+                    getter.info.is_property = True  # type: ignore[attr-defined]
+                    info.methods[key] = getter.info
+            else:
+                info.class_attrs[key] = value
+        if any(isinstance(d, Ext) and d.name.endswith("dataclass") for d in decorators) or \
+                any(isinstance(d, Ext) and d.name.endswith("dataclasses.dataclass") for d in decorators):
+            info.is_dataclass = True  # type: ignore[attr-defined]
+        frame.env[node.name] = ClassVal(info)
+        return True
+
+    def is_module_class(self, info: ClassInfo) -> bool:
+        for base in info.bases:
+            for option in options(base):
+                if isinstance(option, ClassVal) and option.info.is_module:
+                    return True
+                if isinstance(option, Ext) and torch_api.is_module_base(option.name):
+                    return True
+        has_forward = any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == "forward"
+                          for s in info.node.body)
+        return has_forward and any(isinstance(b, Ext) or b is UNKNOWN for b in info.bases)
+
+    _stmt_table: Dict[type, Callable[..., bool]] = {}
+
+    # -- binding -------------------------------------------------------------------------------------
+    def bind(self, target: ast.AST, value: Value, frame: Frame) -> None:
+        if isinstance(target, ast.Name):
+            frame.env[target.id] = value
+            frame.assigned.add(target.id)
+            frame.record.values[id(target)] = value
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            elts = target.elts
+            star = next((i for i, e in enumerate(elts) if isinstance(e, ast.Starred)), None)
+            items = _unpack(value, len(elts)) if star is None else None
+            for i, elt in enumerate(elts):
+                if isinstance(elt, ast.Starred):
+                    self.bind(elt.value, Coll(element(value) if not isinstance(value, Tensor) else value), frame)
+                elif items is not None:
+                    self.bind(elt, items[i], frame)
+                else:
+                    self.bind(elt, value if isinstance(value, Tensor) else element(value), frame)
+        elif isinstance(target, ast.Attribute):
+            receiver = self.ev(target.value, frame)
+            frame.record.values[id(target)] = value
+            self.store_attr(receiver, target.attr, value, target, frame)
+        elif isinstance(target, ast.Subscript):
+            container = self.ev(target.value, frame)
+            self.ev(target.slice, frame)
+            if isinstance(container, DictVal) and isinstance(target.value, ast.Name):
+                key = _const_key(target.slice)
+                items = dict(container.items)
+                items[key] = join(items.get(key), value) if key is None else value
+                frame.env[target.value.id] = DictVal(tuple(items.items()))
+        elif isinstance(target, ast.Starred):
+            self.bind(target.value, value, frame)
+
+    def store_attr(self, receiver: Value, name: str, value: Value, node: ast.AST, frame: Frame) -> None:
+        for option in options(receiver):
+            cls = _class_info(option)
+            if cls is not None:
+                old = cls.fields.get(name)
+                cls.fields[name] = value if old is None else join(old, value)
+            elif isinstance(option, Obj) and isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                frame.env[node.value.id] = option.set(name, value)
+
+    # -- expressions ---------------------------------------------------------------------------------
+    def ev(self, node: Optional[ast.AST], frame: Frame) -> Value:
+        if node is None:
+            return NONE
+        handler = self._expr_table.get(type(node))
+        value = handler(self, node, frame) if handler is not None else UNKNOWN
+        frame.record.values[id(node)] = value
+        return value
+
+    def _e_constant(self, node: ast.Constant, frame: Frame) -> Value:
+        v = node.value
+        if v is None:
+            return NONE
+        if isinstance(v, bool):
+            return Scalar("bool", v)
+        if isinstance(v, int):
+            return Scalar("int", v, site=(frame.module.relpath, node))
+        if isinstance(v, float):
+            return Scalar("float", v, site=(frame.module.relpath, node))
+        if isinstance(v, str):
+            return Scalar("str", v)
+        return Scalar("other")
+
+    def _e_name(self, node: ast.Name, frame: Frame) -> Value:
+        return self.lookup(node.id, frame)
+
+    def _e_attribute(self, node: ast.Attribute, frame: Frame) -> Value:
+        receiver = self.ev(node.value, frame)
+        return self.getattr(receiver, node.attr, frame, node)
+
+    def _e_subscript(self, node: ast.Subscript, frame: Frame) -> Value:
+        container = self.ev(node.value, frame)
+        index = self.ev(node.slice, frame)
+        out: Optional[Value] = None
+        for option in options(container):
+            out = join(out, self.subscript(option, index, node))
+        return out if out is not None else UNKNOWN
+
+    def subscript(self, container: Value, index: Value, node: ast.Subscript) -> Value:
+        if isinstance(container, Tensor):
+            return replace(container, param=False)
+        if isinstance(container, Seq):
+            key = index.value if isinstance(index, Scalar) and isinstance(index.value, int) else None
+            if key is not None and -len(container.items) <= key < len(container.items):
+                return container.items[key]
+            if isinstance(node.slice, ast.Slice):
+                return Coll(element(container))
+            return element(container)
+        if isinstance(container, Coll):
+            return container.elem if not isinstance(node.slice, ast.Slice) else container
+        if isinstance(container, DictVal):
+            key = index.value if isinstance(index, Scalar) else None
+            for k, v in container.items:
+                if key is not None and k == key:
+                    return v
+            return element(Seq(tuple(v for _, v in container.items))) if container.items else UNKNOWN
+        if isinstance(container, Module):
+            if container.items:
+                key = index.value if isinstance(index, Scalar) and isinstance(index.value, int) else None
+                if key is not None and -len(container.items) <= key < len(container.items):
+                    return container.items[key]
+                if isinstance(node.slice, ast.Slice):
+                    return container
+                return element(Seq(container.items))
+            return UNKNOWN
+        if isinstance(container, Obj) and container.kind == "namespace":
+            key = index.value if isinstance(index, Scalar) else None
+            return container.get(key) or UNKNOWN if isinstance(key, str) else UNKNOWN
+        return UNKNOWN
+
+    def _e_binop(self, node: ast.BinOp, frame: Frame) -> Value:
+        left = self.ev(node.left, frame)
+        right = self.ev(node.right, frame)
+        return self.binop(node.op, left, right, frame, node)
+
+    def binop(self, op: ast.operator, left: Value, right: Value, frame: Frame, node: ast.AST) -> Value:
+        out: Optional[Value] = None
+        for a in options(left):
+            for b in options(right):
+                out = join(out, torch_api.binop(self, frame, op, a, b, node))
+        return out if out is not None else UNKNOWN
+
+    def _e_unaryop(self, node: ast.UnaryOp, frame: Frame) -> Value:
+        operand = self.ev(node.operand, frame)
+        if isinstance(node.op, ast.Not):
+            return Scalar("bool")
+        out: Optional[Value] = None
+        for option in options(operand):
+            if isinstance(option, Scalar):
+                number = option.value
+                if isinstance(node.op, ast.USub) and isinstance(number, (int, float)) and not isinstance(number, bool):
+                    finfo = option.finfo
+                    if finfo is not None:
+                        finfo = (finfo[0], "max" if finfo[1] == "min" else "min")
+                    out = join(out, Scalar(option.kind, -number, finfo))
+                elif isinstance(node.op, ast.UAdd):
+                    out = join(out, option)
+                else:
+                    out = join(out, Scalar(option.kind if option.kind != "bool" else "int"))
+            elif isinstance(option, Tensor):
+                out = join(out, replace(option, param=False) if not isinstance(node.op, ast.Invert) else option)
+            else:
+                out = join(out, UNKNOWN)
+        return out if out is not None else UNKNOWN
+
+    def _e_boolop(self, node: ast.BoolOp, frame: Frame) -> Value:
+        out: Optional[Value] = None
+        for value in node.values:
+            out = join(out, self.ev(value, frame))
+        return out if out is not None else UNKNOWN
+
+    def _e_compare(self, node: ast.Compare, frame: Frame) -> Value:
+        left = self.ev(node.left, frame)
+        tensor = isinstance(left, Tensor)
+        for comparator in node.comparators:
+            tensor = isinstance(self.ev(comparator, frame), Tensor) or tensor
+        if tensor and not any(isinstance(o, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for o in node.ops):
+            return Tensor(BOOL)
+        return Scalar("bool")
+
+    def _e_ifexp(self, node: ast.IfExp, frame: Frame) -> Value:
+        test = self.ev(node.test, frame)
+        decided = _truth(node.test, test)
+        body = self.ev(node.body, frame) if decided is not False else None
+        orelse = self.ev(node.orelse, frame) if decided is not True else None
+        if body is None or orelse is None:
+            return body if body is not None else (orelse if orelse is not None else UNKNOWN)
+        joined = join(body, orelse)
+        if body != orelse:
+            joined = with_condition(joined, frame.module.segment(node.test, 40))
+        return joined
+
+    def _e_tuple(self, node: ast.AST, frame: Frame) -> Value:
+        items: List[Value] = []
+        starred = False
+        for elt in node.elts:  # type: ignore[attr-defined]
+            if isinstance(elt, ast.Starred):
+                starred = True
+                items.append(element(self.ev(elt.value, frame)))
+            else:
+                items.append(self.ev(elt, frame))
+        if starred:
+            return Coll(element(Seq(tuple(items))))
+        return Seq(tuple(items))
+
+    def _e_set(self, node: ast.Set, frame: Frame) -> Value:
+        return Coll(element(self._e_tuple(node, frame)))
+
+    def _e_dict(self, node: ast.Dict, frame: Frame) -> Value:
+        items = []
+        for key, value in zip(node.keys, node.values):
+            v = self.ev(value, frame)
+            if key is None:
+                continue
+            k = self.ev(key, frame)
+            items.append((k.value if isinstance(k, Scalar) else None, v))
+        return DictVal(tuple(items))
+
+    def _e_joinedstr(self, node: ast.JoinedStr, frame: Frame) -> Value:
+        for value in node.values:
+            if isinstance(value, ast.FormattedValue):
+                self.ev(value.value, frame)
+        return Scalar("str")
+
+    def _e_lambda(self, node: ast.Lambda, frame: Frame) -> Value:
+        info = self.functions.get(id(node))
+        if info is None:
+            info = FunctionInfo(node, frame.module, "<lambda>")
+            self.functions[id(node)] = info
+        info.closure = frame.env
+        return FuncVal(info)
+
+    def _e_namedexpr(self, node: ast.NamedExpr, frame: Frame) -> Value:
+        value = self.ev(node.value, frame)
+        self.bind(node.target, value, frame)
+        return value
+
+    def _e_starred(self, node: ast.Starred, frame: Frame) -> Value:
+        return self.ev(node.value, frame)
+
+    def _e_slice(self, node: ast.Slice, frame: Frame) -> Value:
+        for part in (node.lower, node.upper, node.step):
+            if part is not None:
+                self.ev(part, frame)
+        return Scalar("other")
+
+    def _e_yield(self, node: ast.AST, frame: Frame) -> Value:
+        value = self.ev(node.value, frame) if node.value is not None else NONE  # type: ignore[attr-defined]
+        if isinstance(node, ast.YieldFrom):
+            value = element(value)
+        frame.yields = join(frame.yields, value)
+        return UNKNOWN
+
+    def _e_await(self, node: ast.AST, frame: Frame) -> Value:
+        self.ev(node.value, frame)  # type: ignore[attr-defined]
+        return UNKNOWN
+
+    def _e_comprehension(self, node: ast.AST, frame: Frame) -> Value:
+        saved = frame.env
+        frame.env = dict(saved)
+        for generator in node.generators:  # type: ignore[attr-defined]
+            iterable = self.ev(generator.iter, frame)
+            self.bind(generator.target, self.iterate(iterable, frame), frame)
+            for cond in generator.ifs:
+                self.ev(cond, frame)
+        if isinstance(node, ast.DictComp):
+            self.ev(node.key, frame)
+            result: Value = DictVal(((None, self.ev(node.value, frame)),))
+        else:
+            result = Coll(self.ev(node.elt, frame))  # type: ignore[attr-defined]
+        frame.env = saved
+        return result
+
+    _expr_table: Dict[type, Callable[..., Value]] = {}
+
+    # -- attributes ----------------------------------------------------------------------------------
+    def getattr(self, receiver: Value, name: str, frame: Frame, node: Optional[ast.AST] = None) -> Value:
+        out: Optional[Value] = None
+        for option in options(receiver):
+            out = join(out, self._getattr(option, name, frame, node))
+        return out if out is not None else UNKNOWN
+
+    def _getattr(self, receiver: Value, name: str, frame: Frame, node: Optional[ast.AST]) -> Value:
+        if isinstance(receiver, Ext):
+            return torch_api.ext_attr(receiver, name)
+        if isinstance(receiver, ModVal):
+            return self.module_attr(receiver.info, name)
+        if isinstance(receiver, Tensor):
+            return torch_api.tensor_attr(receiver, name)
+        if isinstance(receiver, Module):
+            return self.module_attr_of(receiver, name, frame, node)
+        if isinstance(receiver, Instance):
+            return self.instance_attr(receiver, name, frame, node)
+        if isinstance(receiver, ClassVal):
+            found = self.class_lookup(receiver.info, name)
+            if isinstance(found, FunctionInfo):
+                return FuncVal(found)
+            return found if found is not None else UNKNOWN
+        if isinstance(receiver, Obj):
+            return torch_api.obj_attr(receiver, name)
+        if isinstance(receiver, DType):
+            return Method(receiver, name) if name in ("is_floating_point",) else UNKNOWN
+        if isinstance(receiver, (Scalar, Seq, Coll, DictVal)):
+            return Method(receiver, name)
+        if isinstance(receiver, FuncVal):
+            return UNKNOWN
+        return UNKNOWN
+
+    def class_lookup(self, info: ClassInfo, name: str, skip: int = 0) -> Optional[Any]:
+        """``name`` along the MRO of ``info`` (methods as FunctionInfo, class attributes as values)."""
+        for cls in self.mro(info)[skip:]:
+            if name in cls.methods:
+                return cls.methods[name]
+            if name in cls.class_attrs:
+                return cls.class_attrs[name]
+        return None
+
+    def mro(self, info: ClassInfo) -> List[ClassInfo]:
+        out: List[ClassInfo] = []
+        todo = [info]
+        while todo:
+            cls = todo.pop(0)
+            if cls in out:
+                continue
+            out.append(cls)
+            for base in cls.bases:
+                for option in options(base):
+                    if isinstance(option, ClassVal) and option.info not in out:
+                        todo.append(option.info)
+            if len(out) > 30:
+                break
+        return out
+
+    def field_of(self, info: ClassInfo, name: str) -> Optional[Value]:
+        for cls in self.mro(info):
+            if name in cls.fields:
+                return cls.fields[name]
+        return None
+
+    def module_attr_of(self, module: Module, name: str, frame: Frame, node: Optional[ast.AST]) -> Value:
+        cls = module.cls
+        if isinstance(cls, ClassVal):
+            value = self.field_of(cls.info, name)
+            if value is not None:
+                return adopt(value, module)
+            found = self.class_lookup(cls.info, name)
+            if isinstance(found, FunctionInfo):
+                if getattr(found, "is_property", False):
+                    return self.call_function(found, module, [], {}, frame, node)
+                return FuncVal(found, module)
+            if found is not None:
+                return adopt(found, module)
+            return torch_api.module_builtin_attr(module, name)
+        return torch_api.module_builtin_attr(module, name)
+
+    def instance_attr(self, inst: Instance, name: str, frame: Frame, node: Optional[ast.AST]) -> Value:
+        if isinstance(inst.cls, ClassVal):
+            value = self.field_of(inst.cls.info, name)
+            if value is not None:
+                return value
+            found = self.class_lookup(inst.cls.info, name)
+            if isinstance(found, FunctionInfo):
+                if getattr(found, "is_property", False):
+                    return self.call_function(found, inst, [], {}, frame, node)
+                return FuncVal(found, inst)
+            if found is not None:
+                return found
+        return UNKNOWN
+
+    # -- iteration -----------------------------------------------------------------------------------
+    def iterate(self, iterable: Value, frame: Frame) -> Value:
+        out: Optional[Value] = None
+        for option in options(iterable):
+            if isinstance(option, Tensor):
+                out = join(out, replace(option, param=False))
+            elif isinstance(option, Module):
+                out = join(out, element(Seq(option.items)) if option.items else UNKNOWN)
+            elif isinstance(option, Obj) and option.kind == "parameters":
+                out = join(out, torch_api.params_tensor(option))
+            elif isinstance(option, DictVal):
+                keys = [Scalar("str", k) if isinstance(k, str) else UNKNOWN for k, _ in option.items]
+                out = join(out, element(Seq(tuple(keys))) if keys else UNKNOWN)
+            else:
+                out = join(out, element(option))
+        return out if out is not None else UNKNOWN
+
+    # -- calls ---------------------------------------------------------------------------------------
+    def _e_call(self, node: ast.Call, frame: Frame) -> Value:
+        func = node.func
+        args: List[Value] = []
+        for arg in node.args:
+            if isinstance(arg, ast.Starred):
+                value = self.ev(arg.value, frame)
+                args.append(_Star(value))  # type: ignore[arg-type]
+            else:
+                args.append(self.ev(arg, frame))
+        kwargs: Dict[str, Value] = {}
+        for kw in node.keywords:
+            value = self.ev(kw.value, frame)
+            if kw.arg is not None:
+                kwargs[kw.arg] = value
+            else:
+                kwargs["**"] = value
+        if isinstance(func, ast.Attribute):
+            receiver = self.ev(func.value, frame)
+            if isinstance(receiver, Tensor) or receiver is UNKNOWN:
+                callee: Value = Method(receiver, func.attr)
+            else:
+                callee = self.getattr(receiver, func.attr, frame, func)
+                if isinstance(receiver, Union) and UNKNOWN in receiver.options:
+                    callee = join(callee, Method(UNKNOWN, func.attr))
+            frame.record.values[id(func)] = callee
+        else:
+            callee = self.ev(func, frame)
+        out: Optional[Value] = None
+        for option in options(callee):
+            out = join(out, self.call(option, args, kwargs, frame, node))
+        return out if out is not None else UNKNOWN
+
+    def call(self, callee: Value, args: List[Value], kwargs: Dict[str, Value], frame: Frame,
+             node: Optional[ast.AST]) -> Value:
+        if isinstance(callee, (ClassVal, Ext, FuncVal)) and torch_api.keeps_master_weights(callee):
+            for value in list(args) + list(kwargs.values()):
+                for option in options(value.value if isinstance(value, _Star) else value):
+                    site = option.get("site") if isinstance(option, Obj) and option.kind == "optimizer" else None
+                    if isinstance(site, Scalar) and site.value:
+                        self.master_wrapped.add(site.value)
+        if isinstance(callee, FuncVal):
+            return self.call_function(callee.info, callee.bound, args, kwargs, frame, node)
+        if isinstance(callee, ClassVal):
+            return self.instantiate(callee, args, kwargs, frame, node)
+        if isinstance(callee, Module):
+            return self.call_module(callee, args, kwargs, frame, node)
+        if isinstance(callee, Method):
+            return self.call_method(callee.recv, callee.name, args, kwargs, frame, node)
+        if isinstance(callee, Ext):
+            return torch_api.call_ext(self, frame, callee.name, args, kwargs, node)
+        if isinstance(callee, Builtin):
+            return torch_api.call_builtin(self, frame, callee.name, args, kwargs, node)
+        if isinstance(callee, Instance):
+            call = self.instance_attr(callee, "__call__", frame, node)
+            if isinstance(call, FuncVal):
+                return self.call_function(call.info, call.bound, args, kwargs, frame, node)
+        if isinstance(callee, Obj):
+            return torch_api.call_obj(self, frame, callee, args, kwargs, node)
+        return torch_api.derived(args, kwargs)
+
+    def call_method(self, receiver: Value, name: str, args: List[Value], kwargs: Dict[str, Value], frame: Frame,
+                    node: Optional[ast.AST]) -> Value:
+        if isinstance(receiver, Tensor):
+            return torch_api.tensor_method(self, frame, receiver, name, args, kwargs, node)
+        if isinstance(receiver, Module):
+            return torch_api.module_method(self, frame, receiver, name, args, kwargs, node)
+        if isinstance(receiver, Obj):
+            return torch_api.obj_method(self, frame, receiver, name, args, kwargs, node)
+        if receiver is UNKNOWN:
+            return torch_api.unknown_method(self, frame, name, args, kwargs, node)
+        return torch_api.python_method(self, frame, receiver, name, args, kwargs, node)
+
+    def call_module(self, module: Module, args: List[Value], kwargs: Dict[str, Value], frame: Frame,
+                    node: Optional[ast.AST]) -> Value:
+        cls = module.cls
+        if isinstance(cls, ClassVal):
+            forward = self.class_lookup(cls.info, "forward")
+            call = self.class_lookup(cls.info, "__call__")
+            target = call if isinstance(call, FunctionInfo) else forward
+            if isinstance(target, FunctionInfo):
+                if module.mode == "apex-O1" and frame.state is None:
+                    saved = frame.state, frame.autocast_origin
+                    frame.state, frame.autocast_origin = ("apex", F16), module.origin
+                    try:
+                        return self.call_function(target, module, args, kwargs, frame, node)
+                    finally:
+                        frame.state, frame.autocast_origin = saved
+                return self.call_function(target, module, args, kwargs, frame, node)
+            return UNKNOWN
+        return torch_api.call_torch_module(self, frame, module, args, kwargs, node)
+
+    def instantiate(self, cls: ClassVal, args: List[Value], kwargs: Dict[str, Value], frame: Frame,
+                    node: Optional[ast.AST]) -> Value:
+        info = cls.info
+        new = self.class_lookup(info, "__new__")
+        if isinstance(new, FunctionInfo):
+            return self.call_function(new, cls, args, kwargs, frame, node)
+        instance: Value = Module(cls, F32) if info.is_module else Instance(cls)
+        init = self.class_lookup(info, "__init__")
+        if isinstance(init, FunctionInfo):
+            self.call_function(init, instance, args, kwargs, frame, node)
+        elif getattr(info, "is_dataclass", False) or any(getattr(c, "is_dataclass", False) for c in self.mro(info)):
+            self._dataclass_fields(info, args, kwargs)
+        return instance
+
+    def _dataclass_fields(self, info: ClassInfo, args: List[Value], kwargs: Dict[str, Value]) -> None:
+        names = [s.target.id for s in info.node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
+        for i, name in enumerate(names):
+            value = kwargs.get(name) if name in kwargs else (args[i] if i < len(args) else None)
+            if value is not None and not isinstance(value, _Star):
+                old = info.fields.get(name)
+                info.fields[name] = value if old is None else join(old, value)
+
+    # -- user functions --------------------------------------------------------------------------
+    def call_function(self, info: FunctionInfo, bound: Optional[Value], args: List[Value], kwargs: Dict[str, Value],
+                      frame: Frame, node: Optional[ast.AST]) -> Value:
+        fnode = info.node
+        decorators = getattr(info, "decorators", ())
+        if any(isinstance(d, Builtin) and d.name == "staticmethod" for d in decorators):
+            bound = None
+        elif any(isinstance(d, Builtin) and d.name == "classmethod" for d in decorators):
+            bound = bound.cls if isinstance(bound, (Module, Instance)) else bound  # type: ignore[union-attr]
+        env, names = bind_arguments(fnode, bound, args, kwargs, None, info.module.relpath)
+        state, origin = frame.state, frame.autocast_origin
+        for dec in decorators:
+            for option in torch_api.autocast_states(dec, state, origin, self.device):
+                state, origin = option
+                break
+            if torch_api.is_custom_fwd_fp32(dec):
+                state = None
+                env = {k: (Tensor(F32) if isinstance(v, Tensor) and v.dtypes & FLOATS else v) for k, v in env.items()}
+        site = CallSite(frame.module.relpath, getattr(node, "lineno", 0), info.qualname)
+        stack = (frame.stack + (site,))[-12:]
+        summary = self._invoke(info, env, names, state, stack, origin=origin)
+        if summary is None:
+            return UNKNOWN
+        if summary.effects and isinstance(node, ast.Call):
+            self._apply_effects(summary.effects, node, bound, frame)
+        return summary.returns
+
+    def _apply_effects(self, effects: Dict[int, Value], node: ast.Call, bound: Optional[Value], frame: Frame) -> None:
+        exprs: List[Optional[ast.AST]] = []
+        if bound is not None:
+            exprs.append(node.func.value if isinstance(node.func, ast.Attribute) else None)
+        exprs.extend(a for a in node.args)
+        for index, value in effects.items():
+            if index < len(exprs):
+                target = exprs[index]
+                if isinstance(target, ast.Name):
+                    frame.env[target.id] = value
+                    frame.mutated.add(target.id)
+                elif isinstance(target, ast.Attribute):
+                    receiver = frame.record.values.get(id(target.value)) or self.ev(target.value, frame)
+                    self.store_attr(receiver, target.attr, value, target, frame)
+
+    def _invoke(self, info: FunctionInfo, env: Dict[str, Value], names: List[str], state: State,
+                stack: Tuple[CallSite, ...], *, context_free: bool = False,
+                origin: Optional[Origin] = None) -> Optional[Summary]:
+        params = tuple(env.get(n, UNKNOWN) for n in names)
+        key = (id(info), params, state)
+        found = self.memo.get(key)
+        if found is not None:
+            return found
+        if key in self.running or self.depth >= MAX_DEPTH:
+            return None
+        if info.contexts >= MAX_CONTEXTS and not context_free:
+            wide = self.wide.get(id(info))
+            joined = tuple(join(a, b) for a, b in zip(wide[0], params)) if wide and wide[1] == state else params
+            self.wide[id(info)] = (joined, state)
+            wide_key = (id(info), joined, state)
+            found = self.memo.get(wide_key)
+            if found is not None or wide_key in self.running:
+                return found
+            env = dict(zip(names, joined))
+            key = wide_key
+        info.contexts += 1
+        self.running.add(key)
+        self.depth += 1
+        record = self._record(info.node, info.module, state, stack, context_free, origin)
+        frame = Frame(info.module, info, dict(env), record, state, stack, cls=None)
+        try:
+            fnode = info.node
+            if isinstance(fnode, ast.Lambda):
+                frame.returns = self.ev(fnode.body, frame)
+            else:
+                self.exec_block(fnode.body, frame)  # type: ignore[attr-defined]
+                if frame.yields is not None:
+                    frame.returns = Coll(frame.yields)
+        except RecursionError:
+            frame.returns = UNKNOWN
+        finally:
+            self.depth -= 1
+            self.running.discard(key)
+        effects: Dict[int, Value] = {}
+        for i, name in enumerate(names):
+            if name in frame.mutated and name not in frame.assigned:
+                effects[i] = frame.env.get(name, UNKNOWN)
+        summary = Summary(frame.returns if frame.returns is not None else NONE, effects)
+        self.memo[key] = summary
+        return summary
+
+
+class _Star:
+    """A ``*args`` argument (its value is a collection)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Value) -> None:
+        self.value = value
+
+
+class _ClassNamespace(dict):
+    """A class body's namespace: reads fall back to the module globals."""
+
+    def __init__(self, globals_: Dict[str, Value]) -> None:
+        super().__init__()
+        self._globals = globals_
+
+    def get(self, key, default=None):  # type: ignore[override]
+        if key in self:
+            return dict.__getitem__(self, key)
+        return self._globals.get(key, default)
+
+
+def bind_arguments(node: ast.AST, bound: Optional[Value], args: List[Value], kwargs: Dict[str, Value],
+                   defaults: Optional[Dict[str, Value]], relpath: str = "") -> Tuple[Dict[str, Value], List[str]]:
+    """Parameter name -> value for a call (unknown where the call does not say)."""
+    spec = node.args  # type: ignore[attr-defined]
+    positional = [a.arg for a in spec.posonlyargs + spec.args]
+    names = positional + [a.arg for a in spec.kwonlyargs]
+    env: Dict[str, Value] = {}
+    values: List[Any] = list(args)
+    if bound is not None:
+        values.insert(0, bound)
+    unknown_rest = False
+    flat: List[Value] = []
+    for value in values:
+        if isinstance(value, _Star):
+            inner = value.value
+            if isinstance(inner, Seq):
+                flat.extend(inner.items)
+            else:
+                unknown_rest = True
+                break
+        else:
+            flat.append(value)
+    for name, value in zip(positional, flat):
+        env[name] = value
+    extra = flat[len(positional):]
+    for name, value in kwargs.items():
+        if name == "**":
+            unknown_rest = True
+        elif name in names:
+            env[name] = value
+    if spec.vararg:
+        names.append(spec.vararg.arg)
+        env[spec.vararg.arg] = Seq(tuple(extra)) if not unknown_rest else Coll(UNKNOWN)
+    if spec.kwarg:
+        names.append(spec.kwarg.arg)
+        env[spec.kwarg.arg] = DictVal(tuple((k, v) for k, v in kwargs.items() if k not in names and k != "**"))
+    # defaults, as literal values where they are constants
+    pos_defaults = spec.defaults
+    for name, default in zip(positional[len(positional) - len(pos_defaults):], pos_defaults):
+        if name not in env:
+            env[name] = UNKNOWN if unknown_rest else _default_value(default, relpath)
+    for arg, default in zip(spec.kwonlyargs, spec.kw_defaults):
+        if arg.arg not in env:
+            env[arg.arg] = UNKNOWN if (unknown_rest or default is None) else _default_value(default, relpath)
+    for name in names:
+        env.setdefault(name, UNKNOWN)
+    return env, names
+
+
+def _default_value(node: ast.AST, relpath: str = "") -> Value:
+    """A parameter default: a literal's value (``eps=1e-8``, ``fp16=False`` is a flag: unknown)."""
+    if isinstance(node, ast.Constant):
+        v = node.value
+        if v is None:
+            return NONE
+        if isinstance(v, bool):
+            return Scalar("bool")  # a flag: either way
+        if isinstance(v, int):
+            return Scalar("int", v, site=(relpath, node))
+        if isinstance(v, float):
+            return Scalar("float", v, site=(relpath, node))
+        if isinstance(v, str):
+            return Scalar("str", v)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) \
+            and isinstance(node.operand.value, (int, float)) and not isinstance(node.operand.value, bool):
+        v = -node.operand.value
+        return Scalar("int" if isinstance(v, int) else "float", v)
+    return UNKNOWN
+
+
+def _is_static(node: ast.AST) -> bool:
+    for dec in getattr(node, "decorator_list", ()):
+        if isinstance(dec, ast.Name) and dec.id == "staticmethod":
+            return True
+    return False
+
+
+def _truth(node: ast.AST, value: Value) -> Optional[bool]:
+    """A branch decided statically: literal constants and ``TYPE_CHECKING`` only."""
+    if isinstance(node, ast.Constant):
+        return bool(node.value)
+    if isinstance(node, (ast.Name, ast.Attribute)) and (getattr(node, "id", None) == "TYPE_CHECKING"
+                                                       or getattr(node, "attr", None) == "TYPE_CHECKING"):
+        return False
+    return None
+
+
+def _unpack(value: Value, count: int) -> Optional[List[Value]]:
+    if isinstance(value, Seq) and len(value.items) == count:
+        return list(value.items)
+    return None
+
+
+def _const_key(node: ast.AST) -> Any:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (str, int)):
+        return node.value
+    return None
+
+
+def _class_info(value: Value) -> Optional[ClassInfo]:
+    if isinstance(value, (Module, Instance)) and isinstance(value.cls, ClassVal):
+        return value.cls.info
+    return None
+
+
+def adopt(value: Value, owner: Module) -> Value:
+    """A field of ``owner`` as read through it: submodules and parameters follow the owner's cast."""
+    if owner.cast == F32 and not owner.cast_unknown:
+        return value
+    out: Optional[Value] = None
+    for option in options(value):
+        if isinstance(option, Module):
+            adopted: Value = option.cast_to(owner.cast, owner.origin)
+            if owner.cast_unknown:
+                adopted = adopted.with_unknown()  # type: ignore[union-attr]
+        elif isinstance(option, Tensor) and option.param:
+            dtypes = owner.cast if option.dtypes & FLOATS else option.dtypes
+            adopted = Tensor(dtypes, owner.cast_unknown, owner.origin if owner.cast & HALF else None, param=True)
+        elif isinstance(option, Coll):
+            adopted = Coll(adopt(option.elem, owner))
+        elif isinstance(option, Seq):
+            adopted = Seq(tuple(adopt(i, owner) for i in option.items))
+        else:
+            adopted = option
+        out = join(out, adopted)
+    return out if out is not None else UNKNOWN
+
+
+def join_envs(a: Optional[Dict[str, Value]], b: Optional[Dict[str, Value]],
+              condition: Optional[Callable[[], str]]) -> Optional[Dict[str, Value]]:
+    """Join two environments; values that differ get ``condition`` as evidence when given."""
+    if a is None:
+        return dict(b) if b is not None else None
+    if b is None:
+        return dict(a)
+    out: Dict[str, Value] = {}
+    cond_text: Optional[str] = None
+    for key in a.keys() | b.keys():
+        va, vb = a.get(key), b.get(key)
+        if va is vb or (va is not None and vb is not None and va == vb):
+            out[key] = va if va is not None else vb  # type: ignore[assignment]
+            continue
+        joined = join(va, vb)
+        if condition is not None and va is not None and vb is not None and _half_differs(va, vb):
+            if cond_text is None:
+                cond_text = condition()
+            joined = with_condition(joined, cond_text)
+        out[key] = joined
+    return out
+
+
+def _half_differs(a: Value, b: Value) -> bool:
+    """Whether one branch makes a value half and the other keeps the same kind of value wider
+    (``model.half()`` on one path only): that is when the branch condition is the precision's."""
+    def dtypes(v: Value) -> Tuple[int, int]:
+        half = wide = 0
+        for o in options(v):
+            bits_ = o.dtypes if isinstance(o, (Tensor, DType)) else (o.cast if isinstance(o, Module) else 0)
+            half |= bits_ & HALF
+            wide |= bits_ & ~HALF & FLOATS
+        return half, wide
+
+    half_a, wide_a = dtypes(a)
+    half_b, wide_b = dtypes(b)
+    return bool((half_a and not half_b and wide_b) or (half_b and not half_a and wide_a))
+
+
+def envs_equal(a: Dict[str, Value], b: Dict[str, Value]) -> bool:
+    if a.keys() != b.keys():
+        return False
+    for key, value in a.items():
+        other = b[key]
+        if value is not other and value != other:
+            return False
+    return True
+
+
+Interpreter._stmt_table = {
+    ast.Expr: Interpreter._s_expr, ast.Assign: Interpreter._s_assign, ast.AnnAssign: Interpreter._s_annassign,
+    ast.AugAssign: Interpreter._s_augassign, ast.Return: Interpreter._s_return, ast.Raise: Interpreter._s_raise,
+    ast.Pass: Interpreter._s_pass, ast.Assert: Interpreter._s_assert, ast.Delete: Interpreter._s_delete,
+    ast.Import: Interpreter._s_import, ast.ImportFrom: Interpreter._s_import, ast.Break: Interpreter._s_break,
+    ast.Continue: Interpreter._s_continue, ast.If: Interpreter._s_if, ast.For: Interpreter._s_for,
+    ast.AsyncFor: Interpreter._s_for, ast.While: Interpreter._s_while, ast.Try: Interpreter._s_try,
+    ast.With: Interpreter._s_with, ast.AsyncWith: Interpreter._s_with,
+    ast.FunctionDef: Interpreter._s_functiondef, ast.AsyncFunctionDef: Interpreter._s_functiondef,
+    ast.ClassDef: Interpreter._s_classdef, ast.Global: Interpreter._s_pass, ast.Nonlocal: Interpreter._s_pass,
+    ast.Match: Interpreter._s_match,
+}
+if sys.version_info >= (3, 11):
+    Interpreter._stmt_table[ast.TryStar] = Interpreter._s_try  # type: ignore[attr-defined]
+
+Interpreter._expr_table = {
+    ast.Constant: Interpreter._e_constant, ast.Name: Interpreter._e_name, ast.Attribute: Interpreter._e_attribute,
+    ast.Subscript: Interpreter._e_subscript, ast.BinOp: Interpreter._e_binop, ast.UnaryOp: Interpreter._e_unaryop,
+    ast.BoolOp: Interpreter._e_boolop, ast.Compare: Interpreter._e_compare, ast.IfExp: Interpreter._e_ifexp,
+    ast.Tuple: Interpreter._e_tuple, ast.List: Interpreter._e_tuple, ast.Set: Interpreter._e_set,
+    ast.Dict: Interpreter._e_dict, ast.JoinedStr: Interpreter._e_joinedstr, ast.Lambda: Interpreter._e_lambda,
+    ast.NamedExpr: Interpreter._e_namedexpr, ast.Starred: Interpreter._e_starred, ast.Slice: Interpreter._e_slice,
+    ast.Await: Interpreter._e_await, ast.Yield: Interpreter._e_yield, ast.YieldFrom: Interpreter._e_yield,
+    ast.Call: Interpreter._e_call, ast.ListComp: Interpreter._e_comprehension,
+    ast.SetComp: Interpreter._e_comprehension, ast.GeneratorExp: Interpreter._e_comprehension,
+    ast.DictComp: Interpreter._e_comprehension,
+}

@@ -1,0 +1,292 @@
+"""The program being analysed: its source modules, how imports resolve, and what each
+function and class is.
+
+Imports resolve as Python would, from the file system rather than from where a run starts: an
+absolute import is looked up from the importing script's own folder, the folders a file adds
+with ``sys.path.insert(...)``, the project root and its ``src/``; relative imports from the
+file's package. Whatever does not resolve to a file of the project is an external name
+(``torch.nn``, ``transformers``), which the interpreter knows through its tables.
+"""
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+from amp_lint.semantics.values import Value
+
+Scope = ast.AST  # a Module, FunctionDef, AsyncFunctionDef or Lambda node
+
+
+@dataclass(eq=False)
+class SourceModule:
+    """One analysed file."""
+
+    path: str  # as reported
+    relpath: str  # posix path relative to the project root
+    tree: ast.Module
+    #: extra import roots (posix, relative to the project root) the file adds to sys.path
+    extra_roots: Tuple[str, ...] = ()
+    env: Dict[str, Value] = field(default_factory=dict)
+    state: str = "new"  # new / running / done
+    functions: List["FunctionInfo"] = field(default_factory=list)
+    classes: List["ClassInfo"] = field(default_factory=list)
+    #: line -> text, for evidence and messages (filled lazily from the source)
+    source: Optional[str] = None
+
+    @property
+    def folder(self) -> str:
+        parent = str(PurePosixPath(self.relpath).parent)
+        return "" if parent == "." else parent
+
+    @property
+    def is_package(self) -> bool:
+        return PurePosixPath(self.relpath).name == "__init__.py"
+
+    @property
+    def name(self) -> str:
+        parts = list(PurePosixPath(self.relpath).with_suffix("").parts)
+        if parts and parts[-1] == "__init__":
+            parts = parts[:-1]
+        return ".".join(parts)
+
+    def line(self, row: int) -> str:
+        """Source line ``row`` (1-based), "" when unknown."""
+        lines = self.__dict__.get("_lines")
+        if lines is None:
+            lines = self.__dict__["_lines"] = (self.source or "").splitlines()
+        return lines[row - 1] if 0 < row <= len(lines) else ""
+
+    def segment(self, node: ast.AST, limit: int = 60) -> str:
+        """Source text of ``node`` (shortened), for messages and evidence."""
+        text = None
+        start, end = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+        if start is not None and end is not None and self.source is not None:
+            first = self.line(start).encode()
+            if start == end:
+                text = first[node.col_offset:node.end_col_offset].decode(errors="replace")  # type: ignore[attr-defined]
+            else:
+                parts = [first[node.col_offset:].decode(errors="replace")]  # type: ignore[attr-defined]
+                parts.extend(self.line(r) for r in range(start + 1, end))
+                parts.append(self.line(end).encode()[:node.end_col_offset].decode(errors="replace"))  # type: ignore[attr-defined]
+                text = "\n".join(parts)
+        if text is None:
+            try:
+                text = ast.unparse(node)
+            except Exception:  # pragma: no cover - defensive
+                text = "..."
+        text = " ".join(text.split())
+        return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+@dataclass(eq=False)
+class FunctionInfo:
+    """A ``def`` (or lambda) of the program."""
+
+    node: ast.AST
+    module: SourceModule
+    qualname: str
+    cls: Optional["ClassInfo"] = None
+    #: the environment of the function that defines a nested function (read for free names)
+    closure: Optional[Dict[str, Value]] = None
+    contexts: int = 0  # analyses run (one per distinct calling context)
+
+    @property
+    def name(self) -> str:
+        return getattr(self.node, "name", "<lambda>")
+
+
+@dataclass(eq=False)
+class ClassInfo:
+    """A ``class`` of the program: bases, methods, and what its instances hold."""
+
+    node: ast.ClassDef
+    module: SourceModule
+    qualname: str
+    bases: Tuple[Value, ...] = ()
+    methods: Dict[str, FunctionInfo] = field(default_factory=dict)
+    #: class-body assignments (class attributes, dataclass defaults)
+    class_attrs: Dict[str, Value] = field(default_factory=dict)
+    #: instance attributes: the join of every ``self.<name> = ...`` seen in its methods
+    fields: Dict[str, Value] = field(default_factory=dict)
+    is_module: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+
+class ModuleIndex:
+    """Where each project file is, for import resolution (posix paths relative to the root)."""
+
+    def __init__(self, modules: Sequence[SourceModule]) -> None:
+        self.by_relpath: Dict[str, SourceModule] = {m.relpath: m for m in modules}
+        self.folders = set()
+        for rel in self.by_relpath:
+            parts = PurePosixPath(rel).parts[:-1]
+            for i in range(1, len(parts) + 1):
+                self.folders.add("/".join(parts[:i]))
+
+    def _lookup(self, root: str, dotted: str) -> Optional[object]:
+        """A module or (namespace) package folder for ``dotted`` under ``root``."""
+        rel = dotted.replace(".", "/")
+        base = f"{root}/{rel}" if root else rel
+        found = self.by_relpath.get(base + ".py") or self.by_relpath.get(base + "/__init__.py")
+        if found is not None:
+            return found
+        if base in self.folders:
+            return Namespace(base)
+        return None
+
+    def resolve_absolute(self, importer: SourceModule, dotted: str) -> Optional[object]:
+        for root in self.roots(importer):
+            found = self._lookup(root, dotted)
+            if found is not None:
+                return found
+        return None
+
+    def resolve_relative(self, importer: SourceModule, level: int, dotted: str) -> Optional[object]:
+        package = importer.folder
+        for _ in range(level - 1):
+            package = str(PurePosixPath(package).parent) if package else ""
+            package = "" if package == "." else package
+        if not dotted:
+            return self.by_relpath.get(f"{package}/__init__.py" if package else "__init__.py") or Namespace(package)
+        return self._lookup(package, dotted)
+
+    def roots(self, importer: SourceModule) -> List[str]:
+        """Import roots for ``importer``, first match wins (script folder first, as Python)."""
+        roots: List[str] = []
+        for root in (importer.folder, *importer.extra_roots, "", "src"):
+            if root not in roots:
+                roots.append(root)
+        # a file inside a package imported by its package name: the folder above the package
+        folder = importer.folder
+        while folder and (folder + "/__init__.py") in self.by_relpath:
+            folder = str(PurePosixPath(folder).parent)
+            folder = "" if folder == "." else folder
+            if folder not in roots:
+                roots.append(folder)
+        return roots
+
+
+@dataclass(frozen=True)
+class Namespace:
+    """A folder without ``__init__.py`` reached by an import (a namespace package)."""
+
+    folder: str
+
+
+def relpath_under(path: str, root: str) -> str:
+    """Posix path of ``path`` relative to ``root`` (its basename when outside)."""
+    try:
+        rel = os.path.relpath(os.path.abspath(path), os.path.abspath(root))
+    except ValueError:  # pragma: no cover - different drives on Windows
+        rel = os.path.basename(path)
+    if rel.startswith(".."):
+        rel = os.path.basename(path)
+    return PurePosixPath(*rel.split(os.sep)).as_posix()
+
+
+def extra_roots(tree: ast.Module, relpath: str, source: Optional[str] = None) -> Tuple[str, ...]:
+    """Folders a script adds to ``sys.path`` with ``sys.path.insert/append`` of a path built from
+    ``__file__`` / ``os.path.dirname`` / ``..`` / literal folders (as posix paths under the root)."""
+    out: List[str] = []
+    folder = PurePosixPath(relpath).parent
+    if source is not None and "sys.path" not in source:
+        return ()
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("insert", "append") and _is_sys_path(node.func.value) and node.args):
+            continue
+        target = _path_expr(node.args[-1], folder)
+        if target is not None:
+            text = target.as_posix()
+            text = "" if text == "." else text
+            if not text.startswith("..") and text not in out:
+                out.append(text)
+    return tuple(out)
+
+
+def _is_sys_path(expr: ast.AST) -> bool:
+    return isinstance(expr, ast.Attribute) and expr.attr == "path" and isinstance(expr.value, ast.Name) \
+        and expr.value.id == "sys"
+
+
+def _path_expr(expr: ast.AST, folder: PurePosixPath) -> Optional[PurePosixPath]:
+    """Evaluate a path expression relative to the script's folder, where it is static."""
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        value = expr.value
+        if value in (".", ""):
+            return folder
+        if not os.path.isabs(value):
+            return _normalise(folder / value)
+        return None
+    if isinstance(expr, ast.Name) and expr.id == "__file__":
+        return folder / "__file__"
+    if isinstance(expr, ast.Call):
+        func = ast.unparse(expr.func)
+        if func in ("os.path.dirname", "dirname", "osp.dirname") and expr.args:
+            inner = _path_expr(expr.args[0], folder)
+            return inner.parent if inner is not None else None
+        if func in ("os.path.abspath", "os.path.realpath", "osp.abspath", "abspath", "realpath",
+                    "os.path.normpath", "str", "Path", "pathlib.Path") and expr.args:
+            inner = _path_expr(expr.args[0], folder)
+            return _normalise(inner) if inner is not None else None
+        if func in ("os.path.join", "osp.join", "join") and expr.args:
+            parts = [_path_expr(a, folder) if i == 0 else _literal(a) for i, a in enumerate(expr.args)]
+            if parts[0] is None or any(p is None for p in parts[1:]):
+                return None
+            out = parts[0]
+            for part in parts[1:]:
+                out = out / part  # type: ignore[operator]
+            return _normalise(out)  # type: ignore[arg-type]
+        if isinstance(expr.func, ast.Attribute) and expr.func.attr in ("resolve", "absolute"):
+            return _path_expr(expr.func.value, folder)
+    if isinstance(expr, ast.Attribute) and expr.attr == "parent":
+        inner = _path_expr(expr.value, folder)
+        return inner.parent if inner is not None else None
+    if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Attribute) and expr.value.attr == "parents":
+        inner = _path_expr(expr.value.value, folder)
+        if inner is not None and isinstance(expr.slice, ast.Constant) and isinstance(expr.slice.value, int):
+            for _ in range(expr.slice.value + 1):
+                inner = inner.parent
+            return inner
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Div):
+        left = _path_expr(expr.left, folder)
+        right = _literal(expr.right)
+        if left is not None and right is not None:
+            return _normalise(left / right)
+    return None
+
+
+def _literal(expr: ast.AST) -> Optional[str]:
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        return expr.value
+    if isinstance(expr, ast.Attribute) and expr.attr == "pardir":
+        return ".."
+    return None
+
+
+def _normalise(path: PurePosixPath) -> PurePosixPath:
+    parts: List[str] = []
+    for part in path.parts:
+        if part == "__file__":
+            continue
+        if part == "..":
+            if parts and parts[-1] != "..":
+                parts.pop()
+            else:
+                parts.append("..")
+        elif part != ".":
+            parts.append(part)
+    return PurePosixPath(*parts) if parts else PurePosixPath(".")
+
+
+def iter_scopes(tree: ast.AST) -> Iterable[ast.AST]:
+    """Every function and lambda node under ``tree``."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            yield node

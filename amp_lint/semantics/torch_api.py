@@ -1,0 +1,1308 @@
+"""How torch, its nn modules and the training libraries behave, as the interpreter sees them.
+
+Every behaviour here is read from a table in :mod:`amp_lint.data` (op policies per device, result
+kinds, casts, module kinds, optimizers, scalers, autocast entry points); this module applies them
+to abstract values. A torch function nobody listed runs in its inputs' dtype, as the autocast docs
+say of unlisted ops; a library call nobody listed returns an unknown value.
+"""
+from __future__ import annotations
+
+import ast
+import math
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
+
+from amp_lint.data import ops as optable
+from amp_lint.data import training as trainingdata
+from amp_lint.semantics.values import (
+    BF16, BOOL, F16, F32, F64, FLOATS, HALF, INT, NONE, UNKNOWN, Autocast, Builtin, ClassVal, Coll, DictVal, DType,
+    Ext, FuncVal, Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Union, Value, bits, element,
+    join, obj, options, promote,
+)
+
+if TYPE_CHECKING:
+    from amp_lint.semantics.interpreter import Frame, Interpreter
+
+_DTYPE_BITS = {"float16": F16, "bfloat16": BF16, "float32": F32, "float64": F64, "int64": INT, "bool": BOOL}
+
+
+def dtype_bit(name: str) -> int:
+    alias = optable.DTYPE_ALIASES.get(name)
+    return _DTYPE_BITS.get(alias or "", 0)
+
+
+def _origin(frame: "Frame", node: Optional[ast.AST], kind: str) -> Optional[Origin]:
+    if node is None:
+        return None
+    return Origin(kind, frame.module.relpath, getattr(node, "lineno", 0), frame.module.segment(node),
+                  col=getattr(node, "col_offset", 0),
+                  end=(getattr(node, "end_lineno", 0) or 0, getattr(node, "end_col_offset", 0) or 0))
+
+
+def node_key(relpath: str, node: Optional[ast.AST]) -> Tuple[str, int, int, int, int]:
+    """A node's identity across runs: its file and span."""
+    return (relpath, getattr(node, "lineno", 0), getattr(node, "col_offset", 0),
+            getattr(node, "end_lineno", 0) or 0, getattr(node, "end_col_offset", 0) or 0)
+
+
+def _site(frame: "Frame", node: Optional[ast.AST]) -> str:
+    return ":".join(str(part) for part in node_key(frame.module.relpath, node))
+
+
+# -- attributes ----------------------------------------------------------------------------------
+def ext_attr(ext: Ext, name: str) -> Value:
+    qualified = f"{ext.name}.{name}"
+    if ext.name == "torch" or ext.name == "torch.cuda" or ext.name.endswith(".torch"):
+        bit = dtype_bit(name)
+        if bit and (name in optable.DTYPE_ALIASES) and name[:1].islower():
+            return DType(bit)
+        if bit and name.endswith("Tensor"):
+            return DType(bit)
+    return Ext(qualified)
+
+
+def tensor_attr(tensor: Tensor, name: str) -> Value:
+    if name == "dtype":
+        return DType(tensor.dtypes, tensor.unknown, tensor.origin)
+    if name == "device":
+        return obj("device")
+    if name in ("shape",):
+        return Coll(Scalar("int"))
+    if name in ("ndim",):
+        return Scalar("int")
+    if name in ("is_cuda", "requires_grad", "is_leaf", "is_sparse"):
+        return Scalar("bool")
+    if name in ("grad", "data", "T", "mT", "H", "mH", "real", "imag"):
+        return Tensor(tensor.dtypes, tensor.unknown, tensor.origin)
+    # a field of a model output (``outputs.logits``) holds a tensor of the same kind
+    return Tensor(tensor.dtypes, tensor.unknown, tensor.origin, tensor.scaled)
+
+
+_MODULE_METHODS = frozenset({
+    "half", "float", "double", "bfloat16", "to", "type", "cuda", "cpu", "eval", "train", "parameters",
+    "named_parameters", "buffers", "named_buffers", "children", "named_children", "modules", "named_modules",
+    "state_dict", "load_state_dict", "apply", "requires_grad_", "zero_grad", "register_buffer", "register_parameter",
+    "add_module", "register_module", "forward", "generate", "save_pretrained", "resize_token_embeddings",
+    "get_input_embeddings", "get_output_embeddings", "tie_weights", "gradient_checkpointing_enable",
+    "enable_input_require_grads", "share_memory", "extra_repr", "to_empty", "register_forward_hook",
+    "register_forward_pre_hook", "register_full_backward_hook", "get_submodule", "get_parameter", "__init__",
+    "print_trainable_parameters", "merge_and_unload", "prepare_inputs_for_generation", "xpu", "ipu",
+})
+
+
+def module_builtin_attr(module: Module, name: str) -> Value:
+    if name in _MODULE_METHODS:
+        return Method(module, name)
+    if name in ("weight", "bias", "in_proj_weight", "out_proj_weight"):
+        return Tensor(module.cast & FLOATS if module.cast else 0, module.cast_unknown or not module.cast,
+                      module.origin if module.cast & HALF else None, param=True)
+    if name == "dtype":
+        return DType(module.cast, module.cast_unknown or not module.cast, module.origin)
+    if name == "device":
+        return obj("device")
+    if name == "training":
+        return Scalar("bool")
+    if name == "module" and module.cls is not None:
+        return module  # DataParallel(model).module
+    if name in ("config", "hparams", "args"):
+        return UNKNOWN
+    if module.cls is None or (isinstance(module.cls, Ext) and not module.cls.name.startswith("torch.nn.")):
+        # a submodule of a model we know only by its cast (``model.transformer``, ``model.lm_head``)
+        return Module(None, module.cast, module.cast_unknown, module.origin, master=module.master)
+    return UNKNOWN
+
+
+def obj_attr(value: Obj, name: str) -> Value:
+    if value.kind == "finfo":
+        dtype = value.get("dtype")
+        dts = dtype.dtypes if isinstance(dtype, DType) else 0
+        if name in ("min", "max", "eps", "tiny", "smallest_normal", "resolution"):
+            number = _finfo_value(dts, name)
+            return Scalar("float", number, (dts, name) if name in ("min", "max") else None)
+        if name == "bits":
+            return Scalar("int")
+        return UNKNOWN
+    if value.kind == "device" and name == "type":
+        return value.get("type") or Scalar("str")
+    if value.kind == "super":
+        return Method(value, name)
+    found = value.get(name)
+    if found is not None:
+        return found
+    if value.kind in ("optimizer", "grad_scaler", "argparser", "accelerator", "ds_engine", "scheduler", "namespace",
+                      "dataloader", "trainer", "fabric"):
+        if value.kind == "namespace":
+            return UNKNOWN
+        if value.kind == "optimizer" and name == "param_groups":
+            return Coll(DictVal((("params", value.get("params") or UNKNOWN),)))
+        return Method(value, name)
+    return UNKNOWN
+
+
+def _finfo_value(dtypes: int, name: str) -> Optional[float]:
+    table = {
+        F16: {"min": -65504.0, "max": 65504.0, "eps": 0.0009765625, "tiny": 6.103515625e-05},
+        BF16: {"min": -3.3895313892515355e38, "max": 3.3895313892515355e38, "eps": 0.0078125,
+               "tiny": 1.1754943508222875e-38},
+        F32: {"min": -3.4028234663852886e38, "max": 3.4028234663852886e38, "eps": 1.1920928955078125e-07,
+              "tiny": 1.1754943508222875e-38},
+        F64: {"min": -1.7976931348623157e308, "max": 1.7976931348623157e308, "eps": 2.220446049250313e-16,
+              "tiny": 2.2250738585072014e-308},
+    }
+    values = {table[b].get(name) for b in bits(dtypes) if b in table}
+    if len(values) == 1:
+        return values.pop()
+    return None
+
+
+def is_module_base(name: str) -> bool:
+    if name.startswith("torch.nn.") and name.rsplit(".", 1)[-1][:1].isupper() and ".functional" not in name:
+        return True
+    return name.rsplit(".", 1)[-1] in trainingdata.MODEL_BASES
+
+
+# -- autocast ------------------------------------------------------------------------------------
+def autocast_states(cm: Value, state, origin: Optional[Origin], default_device: str):
+    """The autocast states a ``with cm:`` body may run in (one per alternative)."""
+    out = []
+    for option in options(cm):
+        if isinstance(option, Autocast):
+            if option.enabled is not True:
+                out.append((None, None))
+            if option.enabled is not False:
+                dtypes = option.dtype & HALF
+                if not option.dtype:
+                    dtypes = F16 if option.device != "cpu" else BF16
+                for bit in bits(dtypes):
+                    out.append(((option.device, bit), option.origin))
+                if option.dtype & (F32 | F64):
+                    out.append((None, None))
+        elif isinstance(option, Obj) and option.kind == "accelerator":
+            out.append((state, origin))
+        else:
+            out.append((state, origin))
+    unique = []
+    for item in out:
+        if item not in unique:
+            unique.append(item)
+    return unique
+
+
+def enter_value(cm: Value) -> Value:
+    if isinstance(cm, Autocast):
+        return cm
+    return UNKNOWN
+
+
+def is_custom_fwd_fp32(decorator: Value) -> bool:
+    if isinstance(decorator, Obj) and decorator.kind == "custom_fwd":
+        cast = decorator.get("cast_inputs")
+        return isinstance(cast, DType) and cast.dtypes == F32
+    return False
+
+
+def make_autocast(frame: "Frame", qualified: str, args: Sequence[Value], kwargs: Dict[str, Value],
+                  node: Optional[ast.AST], default_device: str) -> Value:
+    implied = trainingdata.AUTOCASTS.get(qualified)
+    if implied is not None:
+        order = ("enabled", "dtype", "cache_enabled")
+        device: Optional[str] = implied
+    else:
+        order = ("device_type", "dtype", "enabled", "cache_enabled")
+        device = None
+    given: Dict[str, Value] = {}
+    for name, value in zip(order, [a for a in args if not _is_star(a)]):
+        given[name] = value
+    given.update({k: v for k, v in kwargs.items() if k != "**"})
+    if device is None:
+        device = _device_of(given.get("device_type"), default_device)
+    dtype = 0
+    if "dtype" in given:
+        value = given["dtype"]
+        for option in options(value):
+            if isinstance(option, DType):
+                dtype |= option.dtypes
+            else:
+                dtype |= F16 | BF16  # an autocast dtype we cannot see: either half
+    enabled: Optional[bool] = True
+    if "enabled" in given:
+        value = given["enabled"]
+        enabled = value.value if isinstance(value, Scalar) and isinstance(value.value, bool) else None
+    return Autocast(device, dtype, enabled, _origin(frame, node, "autocast"))
+
+
+def _device_of(value: Optional[Value], default: str) -> str:
+    if value is None:
+        return default
+    names = set()
+    for option in options(value):
+        if isinstance(option, Scalar) and isinstance(option.value, str):
+            names.add(option.value.split(":")[0])
+        elif isinstance(option, Obj) and option.kind == "device":
+            kind = option.get("type")
+            if isinstance(kind, Scalar) and isinstance(kind.value, str):
+                names.add(kind.value)
+            else:
+                return default
+        else:
+            return default
+    if len(names) == 1:
+        name = names.pop()
+        return "cpu" if name == "cpu" else "cuda"
+    return default
+
+
+# -- op transfer ---------------------------------------------------------------------------------
+def _tensors(values: Sequence[Value]) -> List[Tensor]:
+    out = []
+    for value in values:
+        for option in options(value):
+            if isinstance(option, Tensor):
+                out.append(option)
+    return out
+
+
+def apply_op(op: str, inputs: Sequence[Value], frame: "Frame", explicit: Optional[Value] = None) -> Value:
+    """The result of torch op ``op`` on ``inputs`` in the frame's autocast state."""
+    if explicit is not None:
+        return _explicit(explicit)
+    tensors = _tensors(inputs)
+    unknown = any(not any(isinstance(o, (Tensor, Scalar)) for o in options(v)) for v in inputs)
+    dtypes = 0
+    graph = 0
+    origin = None
+    for t in tensors:
+        dtypes = promote(dtypes, t.dtypes)
+        unknown = unknown or t.unknown
+        graph |= t.low_graph
+        if origin is None and t.half:
+            origin = t.origin
+    state = frame.state
+    if state is not None and (dtypes & FLOATS or (unknown and not dtypes & (INT | BOOL))):
+        device, half = state
+        policy = optable.policy_in(op, device)
+        if policy == optable.LOWER:
+            return Tensor(half, False, frame.autocast_origin, graph=graph | half)
+        if policy == optable.FP32:
+            return Tensor(F32 if dtypes & FLOATS or unknown else dtypes, False, graph=graph)
+        if policy == optable.PROMOTE:
+            return Tensor(dtypes, unknown, origin, graph=graph)
+    if not tensors:
+        return Tensor(0, True) if unknown else UNKNOWN
+    return Tensor(dtypes, unknown, origin if dtypes & HALF else None, graph=graph)
+
+
+def _explicit(value: Value) -> Value:
+    dtypes, unknown, origin = 0, False, None
+    for option in options(value):
+        if isinstance(option, DType):
+            dtypes |= option.dtypes
+            unknown = unknown or option.unknown
+            origin = origin or option.origin
+        else:
+            unknown = True
+    return Tensor(dtypes, unknown, origin)
+
+
+def _dtype_kw(kwargs: Dict[str, Value]) -> Optional[Value]:
+    value = kwargs.get("dtype")
+    if value is None or (isinstance(value, Scalar) and value.kind == "none"):
+        return None
+    return value
+
+
+def _with_origin(value: Value, frame: "Frame", node: Optional[ast.AST], kind: str = "dtype") -> Value:
+    if isinstance(value, Tensor) and value.half and value.origin is None:
+        return Tensor(value.dtypes, value.unknown, _origin(frame, node, kind), value.scaled, value.param)
+    return value
+
+
+def binop(interp: "Interpreter", frame: "Frame", op: ast.operator, a: Value, b: Value, node: ast.AST) -> Value:
+    if isinstance(a, Scalar) and isinstance(b, Scalar):
+        return _fold(op, a, b)
+    if type(op).__name__ == "MatMult" and frame.state is not None and not isinstance(a, (Scalar, Seq, Coll)) \
+            and not isinstance(b, (Scalar, Seq, Coll)):
+        return apply_op("matmul", [a, b], frame)  # ``@`` under autocast: a GEMM in the autocast dtype
+    if isinstance(a, Tensor) or isinstance(b, Tensor):
+        name = type(op).__name__
+        if name == "MatMult":
+            return apply_op("matmul", [a, b], frame)
+        if name == "Pow":
+            if isinstance(a, Tensor):
+                return apply_op("pow", [a], frame)
+            return apply_op("pow", [b], frame)
+        if name in ("Div",) and isinstance(a, Scalar) and isinstance(b, Tensor):
+            return apply_op("reciprocal", [b], frame)
+        ta = a if isinstance(a, Tensor) else None
+        tb = b if isinstance(b, Tensor) else None
+        if ta is not None and tb is not None:
+            return apply_op("add", [ta, tb], frame)
+        tensor = ta or tb
+        other = b if tensor is ta else a
+        assert tensor is not None
+        if isinstance(other, Scalar) and other.kind in ("float",) and not tensor.dtypes & FLOATS and tensor.dtypes:
+            return Tensor(F32)  # an integer/bool tensor times a Python float: the default float dtype
+        if isinstance(other, (Scalar,)) or other is UNKNOWN:
+            scaled = tensor.scaled or (isinstance(other, Scalar) and _is_loss_scale(node, tensor is ta))
+            return Tensor(tensor.dtypes, tensor.unknown, tensor.origin, scaled, graph=tensor.graph)
+        return Tensor(tensor.dtypes, True, tensor.origin, graph=tensor.graph)
+    if isinstance(a, Seq) and isinstance(b, Seq) and isinstance(op, ast.Add):
+        return Seq(a.items + b.items)
+    if isinstance(a, (Seq, Coll)) and isinstance(b, (Seq, Coll)):
+        return Coll(join(element(a), element(b)))
+    return UNKNOWN
+
+
+def _is_loss_scale(node: ast.AST, tensor_left: bool) -> bool:
+    """``loss * args.loss_scale`` / ``loss * self.scaler.loss_scale``: a hand-rolled loss scale (by name)."""
+    if not isinstance(node, ast.BinOp) or not isinstance(node.op, ast.Mult):
+        return False
+    other = node.right if tensor_left else node.left
+    text = ast.unparse(other).lower() if isinstance(other, (ast.Name, ast.Attribute, ast.Subscript, ast.Call)) else ""
+    return "scale" in text
+
+
+def _fold(op: ast.operator, a: Scalar, b: Scalar) -> Value:
+    if a.kind == "str" or b.kind == "str":
+        return Scalar("str")
+    x, y = a.value, b.value
+    numeric = a.kind in ("int", "float", "num", "bool") and b.kind in ("int", "float", "num", "bool")
+    if not numeric:
+        return UNKNOWN
+    kind = "int" if a.kind in ("int", "bool") and b.kind in ("int", "bool") else "float"
+    if a.kind == "num" or b.kind == "num":
+        kind = "num"
+    if isinstance(op, ast.Div):
+        kind = "float"
+    if not isinstance(x, (int, float)) or not isinstance(y, (int, float)):
+        return Scalar(kind)
+    try:
+        if isinstance(op, ast.Add):
+            result = x + y
+        elif isinstance(op, ast.Sub):
+            result = x - y
+        elif isinstance(op, ast.Mult):
+            result = x * y
+        elif isinstance(op, ast.Div):
+            result = x / y
+        elif isinstance(op, ast.FloorDiv):
+            result = x // y
+        elif isinstance(op, ast.Mod):
+            result = x % y
+        elif isinstance(op, ast.Pow):
+            if abs(y) > 64 or abs(x) > 1e6:
+                return Scalar("float" if isinstance(y, float) or y < 0 else kind)
+            result = x ** y
+        else:
+            return Scalar(kind)
+    except (ZeroDivisionError, OverflowError, ValueError, TypeError):
+        return Scalar(kind)
+    if isinstance(result, complex):
+        return UNKNOWN
+    if isinstance(result, float) and kind == "int":
+        kind = "float"
+    return Scalar(kind, result)
+
+
+# -- tensor methods ------------------------------------------------------------------------------
+def tensor_method(interp: "Interpreter", frame: "Frame", tensor: Tensor, name: str, args: List[Value],
+                  kwargs: Dict[str, Value], node: Optional[ast.AST]) -> Value:
+    explicit = _dtype_kw(kwargs)
+    plain = Tensor(tensor.dtypes, tensor.unknown, tensor.origin, tensor.scaled, graph=tensor.graph)
+    if name in optable.CAST_METHODS:
+        bit = _DTYPE_BITS[optable.CAST_METHODS[name]]
+        return Tensor(bit, False, _origin(frame, node, "cast") if bit & HALF else None, tensor.scaled,
+                      graph=tensor.low_graph | (bit & HALF))
+    if name in ("to", "type"):
+        target = _cast_target(args, kwargs)
+        if target is None:
+            if name == "type" and not args and not kwargs:
+                return Scalar("str")
+            return plain
+        cast = _with_origin(_explicit(target), frame, node, "cast")
+        if isinstance(cast, Tensor):
+            cast = Tensor(cast.dtypes, cast.unknown, cast.origin, tensor.scaled, graph=tensor.low_graph | cast.half)
+        return cast
+    if name == "type_as":
+        other = _tensors(args[:1])
+        if other:
+            return Tensor(other[0].dtypes, other[0].unknown, other[0].origin)
+        return Tensor(0, True)
+    kind = optable.RESULT_KINDS.get(name)
+    if kind == optable.INT_RESULT:
+        return Tensor(INT)
+    if kind == optable.BOOL_RESULT:
+        return Tensor(BOOL)
+    if kind == optable.PYTHON:
+        if name == "size" and not args:
+            return Coll(Scalar("int"))
+        return Scalar("int") if name in ("size", "dim", "numel", "nelement", "element_size", "ndimension") \
+            else (Scalar("float") if name == "item" and tensor.dtypes & FLOATS else UNKNOWN)
+    if kind == optable.NEW:
+        return _with_origin(_explicit(explicit), frame, node) if explicit is not None else plain
+    if name in ("chunk", "split", "unbind", "tensor_split"):
+        return Coll(plain)
+    if name in ("max", "min", "sort", "topk", "kthvalue", "mode", "median") and (args or kwargs):
+        return Seq((plain, Tensor(INT)))  # (values, indices)
+    if name.endswith("_") and not name.startswith("__"):
+        return plain  # in place: the receiver's dtype (autocast does not apply)
+    if name in optable.OPS or name in optable.LOSSES:
+        inputs: List[Value] = [tensor]
+        if name in ("matmul", "mm", "bmm", "mv", "dot", "addmm", "baddbmm", "__matmul__"):
+            inputs.extend(args[:2])
+        return _with_origin(apply_op(name, inputs, frame, explicit), frame, node)
+    if kind == optable.FIRST:
+        return plain
+    if explicit is not None:
+        return _with_origin(_explicit(explicit), frame, node)
+    others = [a for a in args if isinstance(a, Tensor)]
+    if others and name in ("add", "sub", "mul", "div", "true_divide", "maximum", "minimum", "where", "lerp",
+                           "addcmul", "addcdiv", "fmax", "fmin", "atan2", "hypot", "remainder", "fmod", "pow"):
+        return apply_op(name, [tensor] + others, frame)
+    return plain
+
+
+def _cast_target(args: Sequence[Value], kwargs: Dict[str, Value]) -> Optional[Value]:
+    candidates: List[Value] = []
+    if "dtype" in kwargs:
+        candidates.append(kwargs["dtype"])
+    for arg in args:
+        if _is_star(arg):
+            continue
+        candidates.append(arg)
+    for value in candidates:
+        dtypes = [o for o in options(value) if isinstance(o, DType)]
+        if dtypes:
+            out: Optional[Value] = None
+            for o in options(value):
+                out = join(out, o if isinstance(o, DType) else DType(0, True))
+            return out
+        tensors = [o for o in options(value) if isinstance(o, Tensor)]
+        if tensors:
+            t = tensors[0]
+            return DType(t.dtypes, t.unknown, t.origin)
+        if isinstance(value, Scalar) and isinstance(value.value, str):
+            bit = dtype_bit(value.value.replace("torch.", "").replace("cuda.", ""))
+            if bit:
+                return DType(bit)
+    return None
+
+
+# -- modules -------------------------------------------------------------------------------------
+def module_method(interp: "Interpreter", frame: "Frame", module: Module, name: str, args: List[Value],
+                  kwargs: Dict[str, Value], node: Optional[ast.AST]) -> Value:
+    if name in ("half", "bfloat16", "float", "double"):
+        bit = {"half": F16, "bfloat16": BF16, "float": F32, "double": F64}[name]
+        result = module.cast_to(bit, _origin(frame, node, "module_cast"))
+        mutate(interp, frame, node, result)
+        interp.add_seed(result, frame)
+        return result
+    if name in ("to", "type"):
+        target = _cast_target(args, kwargs)
+        if isinstance(target, DType) and (target.dtypes & FLOATS):
+            result = module.cast_to(target.dtypes & FLOATS, target.origin if target.dtypes & HALF and target.origin
+                                    and target.origin.condition else _origin(frame, node, "module_cast"))
+            if target.origin is not None and target.origin.condition and result.origin is not None:
+                from dataclasses import replace
+
+                result = replace(result, origin=replace(result.origin, condition=target.origin.condition))
+            if target.unknown:
+                result = result.with_unknown()
+            mutate(interp, frame, node, result)
+            interp.add_seed(result, frame)
+            return result
+        return module
+    if name in ("cuda", "cpu", "eval", "train", "requires_grad_", "share_memory", "xpu", "ipu", "to_empty"):
+        return module
+    if name in ("parameters", "named_parameters", "buffers", "named_buffers"):
+        return obj("parameters", module=module, named=Scalar("bool", name.startswith("named")))
+    if name in ("modules", "children", "named_modules", "named_children"):
+        sub = Module(None, module.cast, module.cast_unknown, module.origin)
+        return Coll(Seq((Scalar("str"), sub)) if name.startswith("named") else sub)
+    if name == "forward":
+        return interp.call_module(module, args, kwargs, frame, node)
+    if name in ("register_buffer", "register_parameter", "add_module", "register_module") and len(args) >= 2:
+        key = args[0]
+        if isinstance(key, Scalar) and isinstance(key.value, str):
+            value = args[1]
+            if name in ("register_buffer", "register_parameter") and isinstance(value, Tensor):
+                value = Tensor(value.dtypes, value.unknown, value.origin, param=True)
+            interp.store_attr(module, key.value, value, None, frame)  # type: ignore[arg-type]
+        return NONE
+    if name == "apply" and args:
+        sub = Module(None, module.cast, module.cast_unknown, module.origin)
+        interp.call(args[0], [sub], {}, frame, node)
+        return module
+    if name == "generate":
+        return Tensor(INT)
+    if name in ("state_dict",):
+        return DictVal()
+    if name in ("merge_and_unload",):
+        return module
+    if name in ("get_input_embeddings", "get_output_embeddings"):
+        return Module(Ext("torch.nn.Embedding"), module.cast, module.cast_unknown, module.origin)
+    return UNKNOWN
+
+
+def mutate(interp: "Interpreter", frame: "Frame", node: Optional[ast.AST], new_receiver: Value) -> None:
+    """A method changed its receiver in place (``model.half()``): rebind the receiver expression."""
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+        return
+    target = node.func.value
+    if isinstance(target, ast.Name):
+        frame.env[target.id] = new_receiver
+        frame.mutated.add(target.id)
+    elif isinstance(target, ast.Attribute):
+        owner = frame.record.values.get(id(target.value))
+        if owner is not None:
+            interp.store_attr(owner, target.attr, new_receiver, target, frame)
+
+
+def call_torch_module(interp: "Interpreter", frame: "Frame", module: Module, args: List[Value],
+                      kwargs: Dict[str, Value], node: Optional[ast.AST]) -> Value:
+    """Calling an instance of a torch.nn class, or of a model known only by its cast."""
+    first = next((a for a in args if not _is_star(a)), None)
+    cls = module.cls
+    name = cls.name if isinstance(cls, Ext) else ""
+    short = name.rsplit(".", 1)[-1]
+    if not name.startswith("torch.nn."):
+        # a model we cannot see into: under autocast it most often ends in a GEMM; else it returns
+        # what its parameters are
+        if frame.state is not None:
+            return Tensor(frame.state[1], False, frame.autocast_origin)
+        if module.cast and not module.cast_unknown:
+            dts = module.cast & FLOATS
+            return Tensor(dts, False, module.origin if dts & HALF else None)
+        return UNKNOWN
+    kind = optable.MODULE_KINDS.get(short)
+    if module.site is not None and (frame.state is not None or module.cast & HALF):
+        interp.half_layers.add(id(module.site))
+    param = Tensor(module.cast & FLOATS if module.cast else 0, module.cast_unknown or not module.cast,
+                   module.origin if module.cast & HALF else None, param=True)
+    if kind == "container":
+        if short == "Sequential" and module.items:
+            value = first if first is not None else UNKNOWN
+            for item in module.items:
+                value = interp.call(item, [value], {}, frame, node)
+            return value
+        return UNKNOWN
+    if kind == "embedding":
+        if module.cast_unknown or not module.cast:
+            return Tensor(0, True)
+        return Tensor(module.cast & FLOATS, False, module.origin if module.cast & HALF else None)
+    op = optable.MODULE_OPS.get(short)
+    if op in optable.LOSSES:
+        return apply_op(op, [a for a in args[:2] if not _is_star(a)], frame)
+    if kind == "params":
+        if op is not None:
+            return apply_op(op, [first if first is not None else UNKNOWN, param], frame)
+        if frame.state is not None and short in ("MultiheadAttention", "LSTM", "GRU", "RNN", "Transformer",
+                                                 "TransformerEncoder", "TransformerDecoder",
+                                                 "TransformerEncoderLayer", "TransformerDecoderLayer"):
+            out = Tensor(frame.state[1], False, frame.autocast_origin)
+        elif frame.state is not None:
+            out = first if isinstance(first, Tensor) else Tensor(0, True)
+        else:
+            out = param if not (isinstance(first, Tensor) and not module.cast) else first
+            out = Tensor(out.dtypes, out.unknown, out.origin) if isinstance(out, Tensor) else out
+        if short in ("MultiheadAttention",):
+            return Seq((out, out))
+        if short in ("LSTM", "GRU", "RNN"):
+            return Seq((out, UNKNOWN))
+        return out
+    if op is not None:
+        return apply_op(op, [first if first is not None else UNKNOWN], frame)
+    if isinstance(first, Tensor):
+        return Tensor(first.dtypes, first.unknown, first.origin)
+    return UNKNOWN
+
+
+def params_tensor(parameters: Obj) -> Value:
+    """What iterating ``model.parameters()`` yields."""
+    module = parameters.get("module")
+    if not isinstance(module, Module):
+        return Tensor(0, True, param=True)
+    tensor = Tensor(module.cast & FLOATS if module.cast else 0, module.cast_unknown or not module.cast,
+                    module.origin if module.cast & HALF else None, param=True)
+    named = parameters.get("named")
+    if isinstance(named, Scalar) and named.value:
+        return Seq((Scalar("str"), tensor))
+    return tensor
+
+
+# -- torch functions and library calls -----------------------------------------------------------
+def _is_star(value: object) -> bool:
+    return type(value).__name__ == "_Star"
+
+
+def _positional(args: Sequence[Value]) -> List[Value]:
+    return [a for a in args if not _is_star(a)]
+
+
+def _tensor_inputs(short: str, args: Sequence[Value], kwargs: Dict[str, Value]) -> List[Value]:
+    spec = optable.TENSOR_ARGS.get(short, (0,))
+    positional = _positional(args)
+    if spec == "seq":
+        if positional:
+            first = positional[0]
+            if isinstance(first, Seq):
+                return list(first.items)
+            return [element(first)]
+        return []
+    if spec == "rest":
+        out: List[Value] = []
+        for value in positional[1:]:
+            out.extend(value.items if isinstance(value, Seq) else [value])
+        return out
+    out = [positional[i] for i in spec if i < len(positional)]  # type: ignore[union-attr]
+    if not out and "input" in kwargs:
+        out.append(kwargs["input"])
+    return out
+
+
+def call_ext(interp: "Interpreter", frame: "Frame", qualified: str, args: List[Value], kwargs: Dict[str, Value],
+             node: Optional[ast.AST]) -> Value:
+    short = qualified.rsplit(".", 1)[-1]
+    positional = _positional(args)
+    if qualified in trainingdata.AUTOCASTS:
+        return make_autocast(frame, qualified, args, kwargs, node, interp.device)
+    if qualified in trainingdata.GRAD_SCALERS:
+        enabled = kwargs.get("enabled")
+        device = kwargs.get("device") or (positional[0] if positional and qualified.startswith("torch.amp") else None)
+        return obj("grad_scaler", name=Scalar("str", qualified), enabled=enabled or Scalar("bool", True),
+                   device=device or Scalar("str", "cuda" if ".cpu." not in qualified else "cpu"),
+                   sharded=Scalar("bool", short == "ShardedGradScaler"), site=Scalar("str", _site(frame, node)))
+    if qualified in ("torch.amp.custom_fwd", "torch.cuda.amp.custom_fwd"):
+        return obj("custom_fwd", cast_inputs=kwargs.get("cast_inputs") or NONE)
+    if qualified in trainingdata.OPTIMIZERS or (qualified.startswith("torch.optim.") and short[:1].isupper()
+                                                and ".lr_scheduler" not in qualified):
+        optimizer = make_optimizer(qualified, positional, kwargs, _site(frame, node))
+        dtypes, unknown, origin = param_dtypes(optimizer.get("params") or UNKNOWN)  # type: ignore[union-attr]
+        if dtypes & HALF and origin is not None:
+            interp.half_optimizers.append((_site(frame, node), origin))
+        return optimizer
+    if qualified.startswith(trainingdata.SCHEDULER_PREFIXES):
+        return obj("scheduler")
+    if qualified in ("torch.finfo", "torch.iinfo"):
+        dtype = positional[0] if positional else DType(F32)
+        if isinstance(dtype, Tensor):  # torch.finfo(x) is an error, but take what it meant
+            dtype = DType(dtype.dtypes, dtype.unknown)
+        if not isinstance(dtype, DType):
+            dtype = DType(0, True)
+        return obj("finfo", dtype=dtype)
+    if qualified == "torch.device":
+        return obj("device", type=_device_name(positional[0] if positional else UNKNOWN))
+    if qualified in trainingdata.NULL_CONTEXTS:
+        return obj("nullcontext")
+    if qualified in optable.MODULE_WRAPPERS:
+        inner = positional[0] if positional else kwargs.get("module", UNKNOWN)
+        mixed = kwargs.get("mixed_precision")
+        if isinstance(mixed, Obj) and mixed.kind == "fsdp_mixed_precision":
+            interp.frameworks.append(("fsdp", None, _origin(frame, node, "framework")))
+        if isinstance(inner, Module) and isinstance(mixed, Obj) and mixed.kind == "fsdp_mixed_precision":
+            param_dtype = mixed.get("param_dtype")
+            if isinstance(param_dtype, DType) and param_dtype.dtypes & HALF:
+                return Module(inner.cls, param_dtype.dtypes, False, _origin(frame, node, "framework"), inner.items,
+                              master=True)
+        return inner
+    if short == "fully_shard" and qualified.startswith("torch.distributed"):
+        policy = kwargs.get("mp_policy")
+        if isinstance(policy, Obj) and policy.kind == "fsdp_mixed_precision":
+            interp.frameworks.append(("fsdp", None, _origin(frame, node, "framework")))
+        return positional[0] if positional else UNKNOWN
+    if qualified in trainingdata.FSDP_MIXED_PRECISION:
+        return obj("fsdp_mixed_precision", param_dtype=kwargs.get("param_dtype") or NONE)
+    if qualified in ("torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer",
+                     "torch.nn.parameter.Buffer", "torch.nn.UninitializedParameter"):
+        inner = positional[0] if positional else kwargs.get("data", UNKNOWN)
+        if isinstance(inner, Tensor):
+            return Tensor(inner.dtypes, inner.unknown, inner.origin, param=True)
+        return Tensor(F32 if not positional else 0, bool(positional), param=True)
+    if qualified.startswith("torch.nn.") and short[:1].isupper() and ".functional" not in qualified \
+            and ".utils" not in qualified and ".init" not in qualified:
+        return make_nn_module(interp, frame, qualified, short, positional, kwargs, node)
+    if short == "from_pretrained":
+        return from_pretrained(interp, frame, Ext(qualified.rsplit(".", 1)[0]), args, kwargs, node)
+    if qualified in trainingdata.APEX_INITIALIZE:
+        result = apex_initialize(frame, positional, kwargs, node)
+        level = kwargs.get("opt_level")
+        if isinstance(level, Scalar) and level.value == "O1" or level is None:
+            interp.enter_state(frame, ("apex", F16), _origin(frame, node, "apex"))
+        return result
+    if qualified in trainingdata.DEEPSPEED_INITIALIZE:
+        interp.frameworks.append(("deepspeed", None, _origin(frame, node, "framework")))
+        model = kwargs.get("model") or (positional[1] if len(positional) > 1 else UNKNOWN)
+        engine = model if isinstance(model, Module) else Module(None, 0, True)
+        if isinstance(engine, Module):
+            engine = Module(engine.cls, engine.cast, True, engine.origin, engine.items, master=True)
+        return Seq((engine, obj("optimizer", name=Scalar("str", "deepspeed"), master=Scalar("bool", True),
+                                params=UNKNOWN), UNKNOWN, UNKNOWN))
+    if qualified == "argparse.ArgumentParser":
+        return obj("argparser", args=DictVal())
+    if qualified in ("copy.deepcopy", "copy.copy") and positional:
+        return positional[0]
+    if qualified == "dataclasses.field":
+        return kwargs.get("default", UNKNOWN)
+    if qualified.startswith("math.") and positional:
+        return _math(short, positional)
+    if qualified.startswith("torch."):
+        return torch_function(interp, frame, qualified, short, positional, kwargs, node)
+    if short[:1].isupper() and short not in ("Path",):
+        return library_object(qualified, positional, kwargs, frame, node)
+    return UNKNOWN
+
+
+def torch_function(interp: "Interpreter", frame: "Frame", qualified: str, short: str, positional: List[Value],
+                   kwargs: Dict[str, Value], node: Optional[ast.AST]) -> Value:
+    explicit = _dtype_kw(kwargs)
+    kind = optable.RESULT_KINDS.get(short)
+    if kind in (optable.FACTORY, optable.FACTORY_INT):
+        if explicit is not None:
+            return _with_origin(_explicit(explicit), frame, node)
+        if kind == optable.FACTORY_INT and not any(isinstance(a, Scalar) and a.kind == "float" for a in positional):
+            return Tensor(INT)
+        if short == "full" and len(positional) > 1:
+            fill = positional[1]
+            if isinstance(fill, Scalar) and fill.kind == "int":
+                return Tensor(INT)
+            if isinstance(fill, Scalar) and fill.kind == "bool":
+                return Tensor(BOOL)
+        return Tensor(F32)
+    if kind == optable.INFER:
+        if explicit is not None:
+            return _with_origin(_explicit(explicit), frame, node)
+        return _infer_data(positional[0] if positional else UNKNOWN)
+    if kind == optable.LIKE:
+        if explicit is not None:
+            return _with_origin(_explicit(explicit), frame, node)
+        tensors = _tensors(positional[:1])
+        return Tensor(tensors[0].dtypes, tensors[0].unknown, tensors[0].origin) if tensors else Tensor(0, True)
+    if kind == optable.INT_RESULT:
+        return Tensor(INT)
+    if kind == optable.BOOL_RESULT:
+        return Tensor(BOOL) if positional and _tensors(positional[:1]) else Scalar("bool")
+    if kind == optable.PYTHON:
+        return Scalar("bool") if short.startswith("is_") else UNKNOWN
+    if short in ("manual_seed", "set_num_threads", "set_default_dtype", "save", "load", "is_available",
+                 "device_count", "current_device", "set_device", "synchronize", "empty_cache", "get_rank",
+                 "get_world_size", "is_initialized", "init_process_group", "barrier", "compile"):
+        if short == "compile" and positional:
+            return positional[0]
+        if short in ("is_available", "is_initialized"):
+            return Scalar("bool")
+        return UNKNOWN
+    if short == "where" and len(positional) == 3:
+        branches = [v for v in positional[1:] if not isinstance(v, Scalar)]
+        return apply_op("where", branches or positional[1:], frame)
+    if short in ("split", "chunk", "unbind", "tensor_split"):
+        tensors = _tensors(positional[:1])
+        return Coll(Tensor(tensors[0].dtypes, tensors[0].unknown, tensors[0].origin)) if tensors else Coll(UNKNOWN)
+    if short in ("max", "min", "sort", "topk", "kthvalue", "median", "mode") and (len(positional) > 1 or kwargs):
+        tensors = _tensors(positional[:1])
+        if tensors and short not in ("max", "min") or (tensors and isinstance(positional[1] if len(positional) > 1
+                                                                              else kwargs.get("dim"), Scalar)):
+            t = tensors[0]
+            return Seq((Tensor(t.dtypes, t.unknown, t.origin), Tensor(INT)))
+    inputs = _tensor_inputs(short, positional, kwargs)
+    if short in optable.OPS or short in optable.LOSSES or optable.TENSOR_ARGS.get(short) == "seq":
+        return _with_origin(apply_op(short, inputs, frame, explicit), frame, node)
+    if explicit is not None:
+        return _with_origin(_explicit(explicit), frame, node)
+    tensors = _tensors(inputs)
+    if tensors:
+        return apply_op(short, inputs, frame)
+    return UNKNOWN
+
+
+def _infer_data(value: Value) -> Value:
+    if isinstance(value, Tensor):
+        return Tensor(value.dtypes, value.unknown, value.origin)
+    if isinstance(value, Scalar):
+        return Tensor({"float": F32, "int": INT, "bool": BOOL}.get(value.kind, 0), value.kind not in
+                      ("float", "int", "bool"))
+    if isinstance(value, (Seq, Coll)):
+        return _infer_data(element(value))
+    return Tensor(0, True)
+
+
+def _math(short: str, positional: List[Value]) -> Value:
+    x = positional[0]
+    if isinstance(x, Scalar) and isinstance(x.value, (int, float)) and not isinstance(x.value, bool):
+        func = getattr(math, short, None)
+        if callable(func):
+            try:
+                result = func(*[p.value for p in positional if isinstance(p, Scalar)])
+            except (TypeError, ValueError, OverflowError):
+                return Scalar("float")
+            if isinstance(result, bool):
+                return Scalar("bool", result)
+            if isinstance(result, int):
+                return Scalar("int", result)
+            if isinstance(result, float):
+                return Scalar("float", result)
+    return Scalar("float")
+
+
+def _device_name(value: Value) -> Value:
+    if isinstance(value, Scalar) and isinstance(value.value, str):
+        return Scalar("str", value.value.split(":")[0])
+    return Scalar("str")
+
+
+def keeps_master_weights(callee: Value) -> bool:
+    """A wrapper that keeps fp32 master weights for the optimizer passed to it (by its name)."""
+    if isinstance(callee, Ext):
+        if callee.name in trainingdata.MASTER_WEIGHT_BUILDERS:
+            return True
+        name = callee.name.rsplit(".", 1)[-1]
+    elif isinstance(callee, ClassVal):
+        name = callee.info.name
+    elif isinstance(callee, FuncVal):
+        name = callee.info.name
+    else:
+        return False
+    return name in trainingdata.MASTER_WEIGHT_WRAPPERS
+
+
+def make_optimizer(qualified: str, positional: List[Value], kwargs: Dict[str, Value],
+                   site: Optional[str] = None) -> Value:
+    short = qualified.rsplit(".", 1)[-1]
+    params = positional[0] if positional else kwargs.get("params", UNKNOWN)
+    eps = kwargs.get("eps")
+    if eps is None:
+        default = optable.EPS_OPTIMIZERS.get(short)
+        eps = Scalar("float", default) if default is not None else NONE
+    fused = kwargs.get("fused") or Scalar("bool", False)
+    return obj("optimizer", name=Scalar("str", qualified), params=params, eps=eps, fused=fused,
+               master=Scalar("bool", False), site=Scalar("str", site))
+
+
+def make_nn_module(interp: "Interpreter", frame: "Frame", qualified: str, short: str, positional: List[Value],
+                   kwargs: Dict[str, Value], node: Optional[ast.AST]) -> Value:
+    cast = F32
+    origin = None
+    dtype = _dtype_kw(kwargs)
+    if isinstance(dtype, DType) and dtype.dtypes & FLOATS:
+        cast = dtype.dtypes & FLOATS
+        origin = _origin(frame, node, "dtype") if cast & HALF else None
+    items: Tuple[Value, ...] = ()
+    if short == "Sequential":
+        if len(positional) == 1 and isinstance(positional[0], DictVal):
+            items = tuple(v for _, v in positional[0].items)
+        else:
+            items = tuple(positional)
+    elif short in ("ModuleList", "ParameterList") and positional:
+        first = positional[0]
+        items = first.items if isinstance(first, Seq) else ((element(first),) if first is not UNKNOWN else ())
+    elif short in ("ModuleDict", "ParameterDict") and positional and isinstance(positional[0], DictVal):
+        items = tuple(v for _, v in positional[0].items)
+    return Module(Ext(qualified), cast, False, origin, items, site=node)
+
+
+def from_pretrained(interp: "Interpreter", frame: "Frame", cls: Value, args: List[Value], kwargs: Dict[str, Value],
+                    node: Optional[ast.AST]) -> Value:
+    """``Model.from_pretrained(..., torch_dtype=...)``: a model cast to that dtype (fp32 by default)."""
+    dtype = kwargs.get("torch_dtype") or kwargs.get("dtype")
+    if isinstance(cls, ClassVal):
+        base = interp.instantiate(cls, [UNKNOWN], {}, frame, node)
+        module = base if isinstance(base, Module) else Module(cls)
+    else:
+        module = Module(cls)
+    if dtype is None:
+        return module
+    target = _cast_target([dtype], {})
+    if isinstance(target, DType) and target.dtypes & FLOATS:
+        origin = _origin(frame, node, "from_pretrained")
+        result = module.cast_to(target.dtypes & FLOATS, origin)
+        interp.add_seed(result, frame)
+        return result.with_unknown() if target.unknown else result
+    return module.with_unknown()
+
+
+def apex_initialize(frame: "Frame", positional: List[Value], kwargs: Dict[str, Value], node: Optional[ast.AST]) -> Value:
+    model = kwargs.get("models") or (positional[0] if positional else UNKNOWN)
+    optimizer = kwargs.get("optimizers") or (positional[1] if len(positional) > 1 else UNKNOWN)
+    level = kwargs.get("opt_level")
+    name = level.value if isinstance(level, Scalar) and isinstance(level.value, str) else None
+    origin = _origin(frame, node, "apex")
+    if isinstance(model, Module):
+        if name == "O1":
+            model = Module(model.cls, model.cast, model.cast_unknown, origin, model.items, master=True)
+            model = _mark_apex(model)
+        elif name in ("O2", "O3"):
+            model = Module(model.cls, F16, False, origin, model.items, master=(name == "O2"))
+        elif name is None:
+            model = Module(model.cls, model.cast, True, origin, model.items, master=True)
+    if isinstance(optimizer, Obj) and optimizer.kind == "optimizer":
+        optimizer = optimizer.set("master", Scalar("bool", name in ("O1", "O2") or name is None))
+        optimizer = optimizer.set("loss_scaler", Scalar("str", "apex"))
+    return Seq((model, optimizer))
+
+
+def _mark_apex(model: Module) -> Module:
+    # apex O1 patches torch functions: the model's forward runs as under autocast (apex's lists)
+    return Module(model.cls, model.cast, model.cast_unknown, model.origin, model.items, model.master, "apex-O1")
+
+
+def library_object(qualified: str, positional: List[Value], kwargs: Dict[str, Value], frame: "Frame",
+                   node: Optional[ast.AST]) -> Value:
+    short = qualified.rsplit(".", 1)[-1]
+    framework = trainingdata.FRAMEWORK_PRECISION.get(short)
+    if framework is not None and (qualified.split(".")[0] in trainingdata.FRAMEWORK_PACKAGES):
+        kind, keys = framework
+        precision: Optional[str] = None
+        mixed = False
+        for key in keys:
+            if key not in kwargs:
+                continue
+            value = kwargs[key]
+            known = value.value if isinstance(value, Scalar) else None
+            if known in (False, "no", "fp32", "32", 32, "32-true", "64", 64, "64-true"):
+                continue
+            mixed = True
+            precision = str(known) if known is not None and known is not True else (key if known is True else None)
+        if mixed:
+            interp.frameworks.append((kind, precision, _origin(frame, node, "framework")))
+        if kind == "accelerator":
+            return obj("accelerator", mixed_precision=kwargs.get("mixed_precision") or UNKNOWN,
+                       name=Scalar("str", qualified))
+        if kind == "lightning":
+            return obj("trainer", precision=kwargs.get("precision") or UNKNOWN, name=Scalar("str", qualified))
+        return obj("framework_config", name=Scalar("str", qualified))
+    if short in trainingdata.DATALOADERS:
+        return obj("dataloader")
+    if short in trainingdata.OPTIMIZER_NAMES:
+        return make_optimizer(qualified, positional, kwargs, _site(frame, node))
+    if is_module_base(qualified) or any(h in short for h in trainingdata.MODEL_CLASS_HINTS):
+        return Module(Ext(qualified))
+    return UNKNOWN
+
+
+def call_builtin(interp: "Interpreter", frame: "Frame", name: str, args: List[Value], kwargs: Dict[str, Value],
+                 node: Optional[ast.AST]) -> Value:
+    positional = _positional(args)
+    first = positional[0] if positional else UNKNOWN
+    if name in ("len", "id", "hash"):
+        return Scalar("int")
+    if name == "range":
+        return Coll(Scalar("int"))
+    if name == "enumerate":
+        return Coll(Seq((Scalar("int"), interp.iterate(first, frame))))
+    if name == "zip":
+        return Coll(Seq(tuple(interp.iterate(a, frame) for a in positional)))
+    if name in ("int", "float", "bool", "str", "repr", "format"):
+        kind = {"int": "int", "float": "float", "bool": "bool"}.get(name, "str")
+        if isinstance(first, Scalar) and first.value is not None and kind != "str":
+            try:
+                return Scalar(kind, {"int": int, "float": float, "bool": bool}[kind](first.value))
+            except (TypeError, ValueError, OverflowError):
+                return Scalar(kind)
+        return Scalar(kind)
+    if name in ("min", "max"):
+        values = positional if len(positional) > 1 else [interp.iterate(first, frame)]
+        numbers = [v.value for v in values if isinstance(v, Scalar) and isinstance(v.value, (int, float))]
+        if len(numbers) == len(values) and numbers:
+            result = min(numbers) if name == "min" else max(numbers)
+            return Scalar("int" if isinstance(result, int) else "float", result)
+        out: Optional[Value] = None
+        for v in values:
+            out = join(out, v)
+        return out if out is not None else UNKNOWN
+    if name in ("abs", "round", "divmod", "pow"):
+        if name == "abs" and isinstance(first, Scalar) and isinstance(first.value, (int, float)):
+            return Scalar(first.kind, abs(first.value))
+        return first if isinstance(first, Tensor) else Scalar("num")
+    if name == "sum":
+        elem = interp.iterate(first, frame)
+        return elem if isinstance(elem, Tensor) else Scalar("num")
+    if name in ("sorted", "list", "tuple", "reversed", "set", "frozenset", "iter"):
+        if isinstance(first, Seq) and name in ("list", "tuple"):
+            return first
+        if isinstance(first, Module) and first.items:
+            return Seq(first.items)
+        return Coll(interp.iterate(first, frame)) if positional else Seq(())
+    if name == "next":
+        return interp.iterate(first, frame)
+    if name == "dict":
+        items = [(k, v) for k, v in kwargs.items() if k != "**"]
+        if isinstance(first, DictVal):
+            items = list(first.items) + items
+        return DictVal(tuple(items))
+    if name in ("isinstance", "issubclass", "hasattr", "callable", "any", "all"):
+        return Scalar("bool")
+    if name == "getattr" and len(positional) >= 2:
+        key = positional[1]
+        if isinstance(key, Scalar) and isinstance(key.value, str):
+            found = interp.getattr(first, key.value, frame, node)
+            if found is UNKNOWN and len(positional) > 2:
+                return positional[2]
+            return found
+        return UNKNOWN
+    if name == "setattr" and len(positional) >= 3:
+        key = positional[1]
+        if isinstance(key, Scalar) and isinstance(key.value, str):
+            interp.store_attr(first, key.value, positional[2], None, frame)  # type: ignore[arg-type]
+        return NONE
+    if name == "super":
+        info = frame.info
+        cls = info.cls if info is not None else None
+        if cls is None or info is None:
+            return UNKNOWN
+        spec = info.node.args  # type: ignore[attr-defined]
+        params = spec.posonlyargs + spec.args
+        receiver = frame.env.get(params[0].arg) if params else None
+        if receiver is None:
+            return UNKNOWN
+        return obj("super", cls=ClassVal(cls), receiver=receiver)
+    if name in ("print", "setattr", "delattr", "open", "input", "vars", "type", "map", "filter", "object",
+                "property", "staticmethod", "classmethod"):
+        if name in ("property", "staticmethod", "classmethod") and positional:
+            return positional[0]
+        return NONE if name == "print" else UNKNOWN
+    return UNKNOWN
+
+
+def call_obj(interp: "Interpreter", frame: "Frame", value: Obj, args: List[Value], kwargs: Dict[str, Value],
+             node: Optional[ast.AST]) -> Value:
+    if value.kind == "ds_engine":
+        module = value.get("module")
+        if isinstance(module, Module):
+            return interp.call_module(module, args, kwargs, frame, node)
+    return UNKNOWN
+
+
+def obj_method(interp: "Interpreter", frame: "Frame", value: Obj, name: str, args: List[Value],
+               kwargs: Dict[str, Value], node: Optional[ast.AST]) -> Value:
+    positional = _positional(args)
+    kind = value.kind
+    if kind == "super":
+        cls = value.get("cls")
+        receiver = value.get("receiver")
+        if isinstance(cls, ClassVal) and receiver is not None:
+            owner_cls = receiver.cls if isinstance(receiver, (Module, Instance)) else None
+            mro = interp.mro(owner_cls.info) if isinstance(owner_cls, ClassVal) else interp.mro(cls.info)
+            after = False
+            for klass in mro:
+                if after and name in klass.methods:
+                    return interp.call_function(klass.methods[name], receiver, args, kwargs, frame, node)
+                if klass is cls.info:
+                    after = True
+            if name == "from_pretrained" and isinstance(receiver, ClassVal):
+                return from_pretrained(interp, frame, receiver, args, kwargs, node)
+        return NONE if name == "__init__" else UNKNOWN
+    if kind == "grad_scaler":
+        if name in ("step", "unscale_") and positional:
+            dtypes, unknown, origin = param_dtypes(_optimizer_params(positional[0]))
+            site = value.get("site")
+            if dtypes & HALF and origin is not None and isinstance(site, Scalar) and site.value:
+                interp.half_scalers.setdefault(site.value, origin)
+        if name == "scale" and positional:
+            loss = positional[0]
+            if isinstance(loss, Tensor):
+                return Tensor(loss.dtypes, loss.unknown, loss.origin, scaled=True)
+            return Tensor(0, True, scaled=True)
+        if name in ("get_scale",):
+            return Scalar("float")
+        if name in ("is_enabled",):
+            return Scalar("bool")
+        return NONE
+    if kind == "argparser":
+        if name in ("add_argument",) and positional:
+            return _add_argument(interp, frame, value, positional, kwargs, node)
+        if name in ("add_argument_group", "add_mutually_exclusive_group"):
+            return value
+        if name == "set_defaults":
+            updated = value
+            for key, default in kwargs.items():
+                updated = _declare(updated, key, default)
+            mutate(interp, frame, node, updated)
+            return NONE
+        if name in ("parse_args", "parse_known_args"):
+            declared = value.get("args")
+            attrs = tuple(sorted(declared.items, key=lambda kv: str(kv[0]))) if isinstance(declared, DictVal) else ()
+            namespace = Obj("namespace", tuple((str(k), v) for k, v in attrs))
+            return Seq((namespace, Coll(Scalar("str")))) if name == "parse_known_args" else namespace
+        return UNKNOWN
+    if kind == "accelerator":
+        if name == "prepare":
+            return positional[0] if len(positional) == 1 else Seq(tuple(positional))
+        if name == "autocast":
+            mp = value.get("mixed_precision")
+            dtype = _mixed_precision_dtype(mp)
+            return Autocast("cuda", dtype, None if dtype else False, _origin(frame, node, "framework")) if dtype \
+                else obj("nullcontext")
+        return UNKNOWN
+    if kind == "optimizer" and name == "step":
+        return NONE
+    return UNKNOWN
+
+
+def _optimizer_params(value: Value) -> Value:
+    for option in options(value):
+        if isinstance(option, Obj) and option.kind == "optimizer":
+            return option.get("params") or UNKNOWN
+    return UNKNOWN
+
+
+def _mixed_precision_dtype(value: Optional[Value]) -> int:
+    if isinstance(value, Scalar) and isinstance(value.value, str):
+        return {"fp16": F16, "bf16": BF16, "16-mixed": F16, "bf16-mixed": BF16}.get(value.value, 0)
+    return F16 | BF16 if value is not None and value is not UNKNOWN else 0
+
+
+def _declare(parser: Obj, name: str, value: Value) -> Obj:
+    declared = parser.get("args")
+    items = dict(declared.items) if isinstance(declared, DictVal) else {}
+    items[name] = value
+    return parser.set("args", DictVal(tuple(items.items())))
+
+
+def _add_argument(interp: "Interpreter", frame: "Frame", parser: Obj, positional: List[Value],
+                  kwargs: Dict[str, Value], node: Optional[ast.AST]) -> Value:
+    names = [p.value for p in positional if isinstance(p, Scalar) and isinstance(p.value, str)]
+    dest = kwargs.get("dest")
+    if isinstance(dest, Scalar) and isinstance(dest.value, str):
+        key = dest.value
+    else:
+        longs = [n for n in names if n.startswith("--")]
+        key = (longs[0] if longs else names[0] if names else "").lstrip("-").replace("-", "_")
+    if not key:
+        return UNKNOWN
+    action = kwargs.get("action")
+    default = kwargs.get("default")
+    if isinstance(action, Scalar) and action.value in ("store_true", "store_false"):
+        value: Value = Scalar("bool")
+    elif isinstance(default, Scalar) and default.kind in ("int", "float") and default.value is not None:
+        value = default  # a numeric default counts as the value (sizes, eps)
+    elif isinstance(default, Scalar) and default.kind == "str":
+        value = Scalar("str")  # a device or dtype name is chosen at run time
+    elif isinstance(default, Scalar) and default.kind == "bool":
+        value = Scalar("bool")
+    else:
+        kind = kwargs.get("type")
+        value = Scalar({"int": "int", "float": "float", "str": "str"}.get(kind.name, "other")) \
+            if isinstance(kind, Builtin) else UNKNOWN
+    mutate(interp, frame, node, _declare(parser, key, value))
+    return UNKNOWN
+
+
+def derived(args: Sequence[Value], kwargs: Dict[str, Value]) -> Value:
+    """What an unknown callable returns: unknown, but a tensor computed from tensor arguments keeps
+    their history (a loss of a model's outputs has the model's graph)."""
+    graph = 0
+    found = False
+    for value in list(args) + list(kwargs.values()):
+        inner = value.value if _is_star(value) else value  # type: ignore[attr-defined]
+        for option in options(inner):
+            if isinstance(option, Tensor):
+                found = True
+                graph |= option.low_graph
+    return Tensor(0, True, graph=graph) if found else UNKNOWN
+
+
+def unknown_method(interp: "Interpreter", frame: "Frame", name: str, args: List[Value], kwargs: Dict[str, Value],
+                   node: Optional[ast.AST]) -> Value:
+    """A method of a value nobody knows. Casting it to half is evidence that it becomes half, whether it
+    is a module or a tensor (``model.half()`` on a model from a factory we cannot see)."""
+    bit = {"half": F16, "bfloat16": BF16}.get(name, 0)
+    if name in ("to", "type"):
+        target = _cast_target(args, kwargs)
+        if isinstance(target, DType) and target.dtypes & HALF and not target.unknown:
+            bit = target.dtypes & HALF
+    if not bit:
+        return derived(args, kwargs)
+    origin = _origin(frame, node, "module_cast")
+    result = Union(frozenset((Module(None, bit, False, origin), Tensor(bit, False, origin, graph=bit))))
+    if node is not None and frame.statement is node:  # ``model.half()`` as a statement casts in place
+        mutate(interp, frame, node, result)
+    return result
+
+
+def python_method(interp: "Interpreter", frame: "Frame", receiver: Value, name: str, args: List[Value],
+                  kwargs: Dict[str, Value], node: Optional[ast.AST]) -> Value:
+    positional = _positional(args)
+    if isinstance(receiver, ClassVal):
+        if name == "from_pretrained":
+            return from_pretrained(interp, frame, receiver, args, kwargs, node)
+        return UNKNOWN
+    if isinstance(receiver, Scalar) and receiver.kind == "str":
+        if name in ("startswith", "endswith", "isdigit", "isalpha"):
+            return Scalar("bool")
+        return Scalar("str") if name not in ("split", "splitlines") else Coll(Scalar("str"))
+    if isinstance(receiver, DictVal):
+        if name == "get" and positional:
+            key = positional[0].value if isinstance(positional[0], Scalar) else None
+            for k, v in receiver.items:
+                if key is not None and k == key:
+                    return v
+            return positional[1] if len(positional) > 1 else UNKNOWN
+        if name == "items":
+            return Coll(Seq((UNKNOWN, element(Seq(tuple(v for _, v in receiver.items))))))
+        if name == "values":
+            return Coll(element(Seq(tuple(v for _, v in receiver.items))))
+        if name == "keys":
+            return Coll(Scalar("str"))
+        if name == "pop" and positional:
+            return python_method(interp, frame, receiver, "get", args, kwargs, node)
+        return UNKNOWN
+    if isinstance(receiver, (Seq, Coll)):
+        if name == "index":
+            return Scalar("int")
+        if name in ("pop",):
+            return element(receiver)
+        if name in ("append", "extend", "insert") and positional and isinstance(node, ast.Call) \
+                and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+            added = positional[-1] if name != "extend" else element(positional[-1])
+            frame.env[node.func.value.id] = Coll(join(element(receiver), added)) if element(receiver) is not UNKNOWN \
+                or isinstance(receiver, Coll) else Coll(added)
+            return NONE
+        return UNKNOWN
+    return UNKNOWN
+
+
+def is_loss_scaler(value: Value) -> bool:
+    return any(isinstance(o, Obj) and o.kind == "grad_scaler" for o in options(value))
+
+
+def module_of_params(value: Value) -> List[Module]:
+    """The modules whose parameters an optimizer argument names (``model.parameters()``, groups)."""
+    out: List[Module] = []
+    for option in options(value):
+        if isinstance(option, Obj) and option.kind == "parameters":
+            module = option.get("module")
+            if isinstance(module, Module):
+                out.append(module)
+        elif isinstance(option, (Seq, Coll)):
+            out.extend(module_of_params(element(option)))
+        elif isinstance(option, DictVal):
+            for key, v in option.items:
+                if key == "params":
+                    out.extend(module_of_params(v))
+    return out
+
+
+def param_dtypes(value: Value) -> Tuple[int, bool, Optional[Origin]]:
+    """(dtypes, unknown, origin) of the tensors an optimizer argument names."""
+    dtypes, unknown, origin = 0, False, None
+    for option in options(value):
+        if isinstance(option, Obj) and option.kind == "parameters":
+            t = params_tensor(option)
+            t = t.items[1] if isinstance(t, Seq) else t
+            if isinstance(t, Tensor):
+                dtypes |= t.dtypes
+                unknown = unknown or t.unknown
+                origin = origin or t.origin
+        elif isinstance(option, Tensor):
+            dtypes |= option.dtypes
+            unknown = unknown or option.unknown
+            origin = origin or option.origin
+        elif isinstance(option, (Seq, Coll)):
+            d, u, o = param_dtypes(element(option))
+            dtypes, unknown, origin = dtypes | d, unknown or u, origin or o
+        elif isinstance(option, DictVal):
+            for key, v in option.items:
+                if key == "params":
+                    d, u, o = param_dtypes(v)
+                    dtypes, unknown, origin = dtypes | d, unknown or u, origin or o
+        else:
+            unknown = True
+    return dtypes, unknown, origin

@@ -1,0 +1,320 @@
+"""Training steps, read off the analysis: which ``.backward()`` is a loss's backward, what its loss
+went through, which optimizer steps, scaler calls, clipping and zero_grad belong to its loop.
+
+Everything is recognised by value, not by name: a loss is a tensor, an optimizer is an object built
+by a ``torch.optim`` class (or a master-weight wrapper), a scaler is a ``GradScaler``. The model
+knows no rule; rules ask it questions (AMP001, AMP101-106) and the migration codemod reads it.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+from amp_lint.data import training as trainingdata
+from amp_lint.semantics.facts import Facts, Observation
+from amp_lint.semantics.values import (
+    F16, HALF, UNKNOWN, ClassVal, Ext, Method, Module, Obj, Scalar, Tensor, Value, options,
+)
+
+LOOPS = (ast.For, ast.AsyncFor, ast.While)
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+@dataclass
+class Event:
+    """One call of the training protocol: ``kind`` in backward, step, scaler_step, update, unscale,
+    clip, zero_grad, scale."""
+
+    kind: str
+    node: ast.Call
+    ancestors: Tuple[ast.AST, ...]
+    receiver: Optional[ast.AST] = None
+    observations: List[Observation] = field(default_factory=list)
+
+    @property
+    def position(self) -> Tuple[int, int]:
+        return self.node.lineno, self.node.col_offset
+
+    def values(self, node: Optional[ast.AST]) -> List[Value]:
+        return [obs.value(node) for obs in self.observations] if node is not None else []
+
+
+@dataclass
+class TrainingStep:
+    """A loss's backward and the optimizer steps after it in the same loop (or function)."""
+
+    backward: Event
+    backwards: List[Event]
+    loss: ast.AST
+    scaled: bool
+    container: Optional[ast.AST]  # the innermost loop, else the function holding the backward
+    loop: Optional[ast.AST]
+    function: Optional[ast.AST]
+    steps: List[Event] = field(default_factory=list)
+    scaler_steps: List[Event] = field(default_factory=list)
+    updates: List[Event] = field(default_factory=list)
+    unscales: List[Event] = field(default_factory=list)
+    clips: List[Event] = field(default_factory=list)
+    zero_grads: List[Event] = field(default_factory=list)
+    apex_with: Optional[ast.With] = None
+
+    def loss_tensors(self) -> List[Tensor]:
+        out = []
+        for obs in self.backward.observations:
+            for option in options(obs.value(self.loss)):
+                if isinstance(option, Tensor):
+                    out.append(option)
+        return out
+
+    @property
+    def graph(self) -> int:
+        """Half dtypes the loss's graph went through (over every context)."""
+        low = 0
+        for tensor in self.loss_tensors():
+            low |= tensor.low_graph
+        return low
+
+    @property
+    def in_autocast(self) -> bool:
+        return any(obs.autocast for obs in self.backward.observations)
+
+    def optimizers(self) -> List[Obj]:
+        out: List[Obj] = []
+        for event in self.steps:
+            for value in event.values(event.receiver):
+                for option in options(value):
+                    if isinstance(option, Obj) and option.kind == "optimizer" and option not in out:
+                        out.append(option)
+        for event in self.scaler_steps:
+            if event.node.args:
+                for value in event.values(event.node.args[0]):
+                    for option in options(value):
+                        if isinstance(option, Obj) and option.kind == "optimizer" and option not in out:
+                            out.append(option)
+        return out
+
+
+def _kind(value: Value) -> Optional[str]:
+    for option in options(value):
+        if isinstance(option, Obj):
+            return option.kind
+    return None
+
+
+def is_optimizer(value: Value) -> bool:
+    return any(isinstance(o, Obj) and o.kind == "optimizer" for o in options(value))
+
+
+def is_scaler(value: Value) -> bool:
+    return any(isinstance(o, Obj) and o.kind == "grad_scaler" for o in options(value))
+
+
+def is_tensor(value: Value) -> bool:
+    return any(isinstance(o, Tensor) for o in options(value))
+
+
+class TrainingModel:
+    """The training steps of one file."""
+
+    def __init__(self, tree: ast.Module, facts: Facts) -> None:
+        self.tree = tree
+        self.facts = facts
+        self.events: List[Event] = []
+        #: id of every node -> its scope (the function, lambda or module it runs in)
+        self.scopes: Dict[int, ast.AST] = {}
+        self._collect()
+        self.steps = self._steps()
+
+    # -- collection --------------------------------------------------------------------------------
+    def _collect(self) -> None:
+        stack: List[ast.AST] = []
+        scopes: List[ast.AST] = [self.tree]
+
+        def visit(node: ast.AST) -> None:
+            stack.append(node)
+            self.scopes[id(node)] = scopes[-1]
+            if isinstance(node, ast.Call):
+                self._event(node, tuple(stack), scopes[-1])
+            scope = isinstance(node, (*FUNCTIONS, ast.Lambda))
+            if scope:
+                scopes.append(node)
+            for child in ast.iter_child_nodes(node):
+                visit(child)
+            if scope:
+                scopes.pop()
+            stack.pop()
+
+        visit(self.tree)
+        # an unknown ``x.step()`` is an optimizer step when the same ``x`` also ``zero_grad()``s in
+        # that function (schedulers have no zero_grad, models no argument-less step)
+        zeroed = {(id(self.scopes.get(id(e.node))), ast.unparse(e.receiver)) for e in self.events
+                  if e.kind == "zero_grad" and e.receiver is not None}
+        self.events = [e for e in self.events if e.kind != "step" or any(
+            is_optimizer(obs.value(e.receiver)) for obs in e.observations) or (
+            id(self.scopes.get(id(e.node))), ast.unparse(e.receiver)) in zeroed]
+
+    def _event(self, node: ast.Call, ancestors: Tuple[ast.AST, ...], scope: ast.AST) -> None:
+        func = node.func
+        observations = self.facts.observations(node, scope)
+        if not observations:
+            return
+        name = func.attr if isinstance(func, ast.Attribute) else None
+        receiver = func.value if isinstance(func, ast.Attribute) else None
+        kind: Optional[str] = None
+        if self._is_clip(node, observations):
+            kind = "clip"
+        elif name is not None and receiver is not None:
+            values = [obs.value(receiver) for obs in observations]
+            if name == "backward" and (any(is_tensor(v) for v in values) or (
+                    not node.args and all(v is UNKNOWN for v in values))):
+                kind = "backward"
+            elif name == "step" and not node.args and not node.keywords and (
+                    any(is_optimizer(v) for v in values) or all(v is UNKNOWN for v in values)):
+                kind = "step"  # an unknown receiver counts when it also zero_grad()s (checked below)
+            elif any(is_scaler(v) for v in values):
+                kind = {"step": "scaler_step", "update": "update", "unscale_": "unscale", "scale": "scale"}.get(name)
+            elif name == "zero_grad":
+                kind = "zero_grad"
+        if kind is not None:
+            self.events.append(Event(kind, node, ancestors, receiver, observations))
+
+    def _is_clip(self, node: ast.Call, observations: Sequence[Observation]) -> bool:
+        for obs in observations:
+            for option in options(obs.value(node.func)):
+                if isinstance(option, Ext) and option.name in trainingdata.CLIP_FUNCTIONS:
+                    return True
+                if isinstance(option, Method) and option.name in trainingdata.CLIP_METHODS:
+                    return True
+        return False
+
+    def trained_models(self) -> List[str]:
+        """Texts of the expressions whose ``.parameters()`` an optimizer of this file is built over:
+        whatever their value, they are the modules being trained (``model`` in
+        ``SGD(model.parameters())``, also for a model from a factory the analysis cannot see)."""
+        out: List[str] = []
+        for node in ast.walk(self.tree):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in ("train", "eval") and not node.args \
+                    and isinstance(func.value, (ast.Name, ast.Attribute)):
+                text = ast.unparse(func.value)  # ``model.train()``: an nn.Module by use
+                if text not in out:
+                    out.append(text)
+                continue
+            if not any(is_optimizer(obs.value(node)) for obs in self.observations(node)):
+                continue
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) \
+                        and sub.func.attr in ("parameters", "named_parameters"):
+                    text = ast.unparse(sub.func.value)
+                    if text not in out:
+                        out.append(text)
+        return out
+
+    def autocast_inside(self, container: Optional[ast.AST]) -> int:
+        """Half dtypes of the autocast regions code inside ``container`` ran in (0: none)."""
+        out = 0
+        for node in ast.walk(container if container is not None else self.tree):
+            if isinstance(node, ast.Call):
+                for obs in self.observations(node):
+                    state = obs.state
+                    if state is not None:
+                        out |= state[1]
+        return out
+
+    def scope_of(self, node: ast.AST) -> ast.AST:
+        return self.scopes.get(id(node), self.tree)
+
+    def observations(self, node: ast.AST):
+        return self.facts.observations(node, self.scope_of(node))
+
+    # -- steps ---------------------------------------------------------------------------------------
+    def _steps(self) -> List[TrainingStep]:
+        out: List[TrainingStep] = []
+        claimed: Dict[int, TrainingStep] = {}
+        for event in self.events:
+            if event.kind != "backward":
+                continue
+            container = _innermost(event.ancestors, (*LOOPS, *FUNCTIONS))
+            loop = container if isinstance(container, LOOPS) else None
+            function = _innermost(event.ancestors, FUNCTIONS)
+            key = id(container) if container is not None else id(self.tree)
+            if key in claimed:
+                claimed[key].backwards.append(event)
+                continue
+            receiver = event.receiver
+            assert receiver is not None
+            loss, scaled = receiver, False
+            if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute) \
+                    and receiver.func.attr == "scale" and receiver.args:
+                if any(is_scaler(obs.value(receiver.func.value)) for obs in event.observations):
+                    loss, scaled = receiver.args[0], True
+            apex_with = self._apex_with(event)
+            if apex_with is not None:
+                scaled = True
+                loss = apex_with.items[0].context_expr.args[0]  # type: ignore[attr-defined]
+            scope = container if container is not None else self.tree
+            step = TrainingStep(event, [event], loss, scaled, container, loop, function, apex_with=apex_with)
+            for other in self.events:
+                if other.kind == "backward" or not _within(other.ancestors, scope):
+                    continue
+                if _exclusive(other.ancestors, event.ancestors):
+                    continue
+                if other.kind == "unscale":
+                    step.unscales.append(other)
+                elif other.kind == "zero_grad":
+                    step.zero_grads.append(other)
+                elif other.kind != "scale" and other.position > event.position:
+                    {"step": step.steps, "scaler_step": step.scaler_steps, "update": step.updates,
+                     "clip": step.clips}[other.kind].append(other)
+            if not step.steps and not step.scaler_steps:
+                continue
+            last = max(e.position for e in step.steps + step.scaler_steps)
+            step.clips = [c for c in step.clips if c.position < last]
+            claimed[key] = step
+            out.append(step)
+        return out
+
+    def _apex_with(self, event: Event) -> Optional[ast.With]:
+        """``with amp.scale_loss(loss, opt) as scaled: scaled.backward()``: the with statement."""
+        receiver = event.receiver
+        for ancestor in reversed(event.ancestors):
+            if isinstance(ancestor, ast.With) and isinstance(receiver, ast.Name):
+                for item in ancestor.items:
+                    call = item.context_expr
+                    target = item.optional_vars
+                    if isinstance(call, ast.Call) and isinstance(target, ast.Name) and target.id == receiver.id \
+                            and call.args:
+                        for obs in event.observations:
+                            for option in options(obs.value(call.func)):
+                                if isinstance(option, Ext) and option.name == "apex.amp.scale_loss":
+                                    return ancestor
+        return None
+
+
+def _innermost(ancestors: Sequence[ast.AST], types: tuple) -> Optional[ast.AST]:
+    for node in reversed(ancestors[:-1]):
+        if isinstance(node, types):
+            return node
+    return None
+
+
+def _within(ancestors: Sequence[ast.AST], scope: ast.AST) -> bool:
+    return any(a is scope for a in ancestors)
+
+
+def _exclusive(a: Sequence[ast.AST], b: Sequence[ast.AST]) -> bool:
+    """True when the two calls lie in different branches of one ``if``/``else``: never both run."""
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x is not y:
+            parent = a[i - 1] if i else None
+            if isinstance(parent, ast.If):
+                in_body_x = any(s is x for s in parent.body)
+                in_body_y = any(s is y for s in parent.body)
+                in_else_x = any(s is x for s in parent.orelse)
+                in_else_y = any(s is y for s in parent.orelse)
+                return (in_body_x and in_else_y) or (in_else_x and in_body_y)
+            return False
+    return False

@@ -1,0 +1,538 @@
+"""The abstract values of the precision analysis, and how they join.
+
+A value says what an expression may hold, as far as the analysis can tell:
+
+- :class:`Tensor`: a set of possible dtypes (a bitmask of :data:`BOOL` ... :data:`F64`), plus
+  ``unknown`` when some paths give a tensor of unknown dtype. "May be half" is a non-empty
+  intersection with :data:`HALF`; "must be half" is a set inside it with no unknown paths. The
+  *evidence* for a half dtype rides along as :attr:`Tensor.origin` (where it came from); it is
+  an annotation and takes no part in equality.
+- :class:`Scalar`: a Python number, bool, string or None, with its constant value when known
+  (constant propagation gives AMP301 its literal and AMP401 its vocabulary size).
+- :class:`Module`: an ``nn.Module`` instance: its class (a user class, a ``torch.nn`` class,
+  another library's class, or unknown) and the dtypes of its floating parameters (``cast``).
+- :class:`Instance`, :class:`Obj`: a plain user-class instance; a recognised library object
+  (optimizer, GradScaler, argparse namespace, ...) with its attributes.
+- :class:`FuncVal`, :class:`ClassVal`, :class:`Ext`, :class:`Method`, :class:`Builtin`:
+  callables (user functions and classes, torch and library names, bound methods, builtins).
+- :class:`Autocast`: an autocast context manager (device, dtype, enabled).
+- :class:`Seq` (known length), :class:`Coll` (unknown length), :class:`DictVal`.
+- :data:`UNKNOWN`: nothing is known. **Unknown is never fp32**: it joins without erasing
+  evidence, and no rule fires on it.
+- :class:`Union`: a few values of different kinds (a join of different kinds).
+
+Values are immutable and hashable (they key the memo of function analyses).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Dict, FrozenSet, Iterable, Iterator, Optional, Tuple
+
+# -- dtypes as bits ------------------------------------------------------------------------------
+BOOL, INT, F16, BF16, F32, F64 = 1, 2, 4, 8, 16, 32
+HALF = F16 | BF16
+FLOATS = F16 | BF16 | F32 | F64
+DTYPE_NAMES = {BOOL: "bool", INT: "int64", F16: "float16", BF16: "bfloat16", F32: "float32", F64: "float64"}
+SHORT_NAMES = {BOOL: "bool", INT: "int", F16: "f16", BF16: "bf16", F32: "f32", F64: "f64"}
+_ORDER = (F64, F32, BF16, F16, INT, BOOL)
+
+
+def bits(dtypes: int) -> Iterator[int]:
+    """The single-dtype bits of a set, widest first."""
+    for bit in _ORDER:
+        if dtypes & bit:
+            yield bit
+
+
+def dtype_label(dtypes: int) -> str:
+    """``float16``, ``float16 or float32``, ..."""
+    names = [DTYPE_NAMES[b] for b in reversed(list(bits(dtypes)))]
+    return " or ".join(names) if names else "unknown"
+
+
+def _promote_bit(a: int, b: int) -> int:
+    if a == b:
+        return a
+    if a in (BOOL, INT) and b in (BOOL, INT):
+        return INT
+    if a in (BOOL, INT):
+        return b
+    if b in (BOOL, INT):
+        return a
+    if F64 in (a, b):
+        return F64
+    return F32  # f16 + f32, bf16 + f32, f16 + bf16
+
+
+def promote(a: int, b: int) -> int:
+    """Native type promotion of two dtype sets (every pair of possibilities)."""
+    if not a:
+        return b
+    if not b:
+        return a
+    out = 0
+    for x in bits(a):
+        for y in bits(b):
+            out |= _promote_bit(x, y)
+    return out
+
+
+# -- evidence ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Origin:
+    """Where a half dtype (or a cast, or an autocast region) comes from."""
+
+    kind: str  # "cast", "autocast", "dtype", "from_pretrained", "apex", "framework", "library"
+    path: str
+    line: int
+    text: str
+    #: the condition the value depends on (``args.fp16``), when only some paths are half
+    condition: Optional[str] = None
+    col: int = 0
+    end: Tuple[int, int] = (0, 0)
+
+    @property
+    def key(self) -> Tuple[str, int, int, int, int]:
+        return self.path, self.line, self.col, self.end[0], self.end[1]
+
+    def describe(self) -> str:
+        where = f"{self.path}:{self.line}"
+        cond = f" (when `{self.condition}`)" if self.condition else ""
+        return f"`{self.text}` at {where}{cond}"
+
+
+# -- values --------------------------------------------------------------------------------------
+class Value:
+    """Base class of abstract values."""
+
+    __slots__ = ()
+
+    def with_unknown(self) -> "Value":
+        """This value joined with an unknown one (evidence kept)."""
+        return Union(frozenset((self, UNKNOWN)))
+
+
+class _Unknown(Value):
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+    def with_unknown(self) -> "Value":
+        return self
+
+
+UNKNOWN: Value = _Unknown()
+
+
+@dataclass(frozen=True, eq=False)
+class Tensor(Value):
+    dtypes: int
+    unknown: bool = False
+    origin: Optional[Origin] = None
+    #: the value was multiplied by a loss scale (hand-rolled loss scaling)
+    scaled: bool = False
+    #: a parameter or buffer of a module (cast with it)
+    param: bool = False
+    #: half dtypes its autograd graph went through (a loss computed under fp16 autocast is fp32 but
+    #: its gradients flow through fp16 ops)
+    graph: int = 0
+
+    def __eq__(self, other: object) -> bool:
+        return (type(other) is Tensor and self.dtypes == other.dtypes and self.unknown == other.unknown  # type: ignore[attr-defined]
+                and self.scaled == other.scaled and self.param == other.param  # type: ignore[attr-defined]
+                and self.graph == other.graph)  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((1, self.dtypes, self.unknown, self.scaled, self.param, self.graph))
+
+    @property
+    def low_graph(self) -> int:
+        """Half dtypes in this tensor's history, itself included."""
+        return self.graph | (self.dtypes & HALF)
+
+    @property
+    def half(self) -> int:
+        """The half dtypes this tensor may have, on positive evidence."""
+        return self.dtypes & HALF
+
+    def with_unknown(self) -> "Tensor":
+        return replace(self, unknown=True)
+
+
+@dataclass(frozen=True, eq=False)
+class Scalar(Value):
+    """A Python scalar. ``kind``: int, float, bool, str, none, num (int or float)."""
+
+    kind: str
+    value: Any = None
+    #: ``torch.finfo(d).min`` / ``.max``: (dtype bits of ``d``, "min"/"max")
+    finfo: Optional[Tuple[int, str]] = None
+    #: the literal that defines this constant: (module relpath, its ast node); an annotation
+    site: Optional[Tuple[str, Any]] = None
+
+    def __eq__(self, other: object) -> bool:
+        return (type(other) is Scalar and self.kind == other.kind and self.value == other.value  # type: ignore[attr-defined]
+                and self.finfo == other.finfo)  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((8, self.kind, self.value if not isinstance(self.value, float) or self.value == self.value
+                     else "nan", self.finfo))
+
+    @property
+    def number(self) -> Optional[float]:
+        if self.kind in ("int", "float", "num", "bool") and isinstance(self.value, (int, float)):
+            return float(self.value)
+        return None
+
+
+@dataclass(frozen=True, eq=False)
+class Module(Value):
+    """An nn.Module instance. ``cls``: ClassVal, Ext (torch.nn.Linear, transformers.AutoModel),
+    or None (an unknown model). ``cast``: dtypes of its floating parameters; 0 = unknown."""
+
+    cls: Optional[Value]
+    cast: int = F32
+    cast_unknown: bool = False
+    origin: Optional[Origin] = None
+    #: children of an nn.Sequential / nn.ModuleList / nn.ModuleDict, in order
+    items: Tuple[Value, ...] = ()
+    #: fp32 master weights are kept by a wrapper (apex O2, fairseq FP16Optimizer, DeepSpeed)
+    master: bool = False
+    #: "apex-O1": calls run as under apex O1's patched functions
+    mode: str = ""
+    #: the ``torch.nn`` constructor call that made it (an annotation)
+    site: Any = None
+
+    def __eq__(self, other: object) -> bool:
+        return (type(other) is Module and self.cls == other.cls and self.cast == other.cast  # type: ignore[attr-defined]
+                and self.cast_unknown == other.cast_unknown and self.items == other.items  # type: ignore[attr-defined]
+                and self.master == other.master and self.mode == other.mode)  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((2, self.cls, self.cast, self.cast_unknown, self.items, self.master, self.mode))
+
+    def cast_to(self, dtypes: int, origin: Optional[Origin]) -> "Module":
+        items = tuple(i.cast_to(dtypes, origin) if isinstance(i, Module) else i for i in self.items)
+        return replace(self, cast=dtypes, cast_unknown=False, origin=origin if dtypes & HALF else None, items=items)
+
+    def with_unknown(self) -> "Module":
+        return replace(self, cast_unknown=True)
+
+
+@dataclass(frozen=True)
+class Instance(Value):
+    """An instance of a user class that is not an nn.Module."""
+
+    cls: Value
+
+
+@dataclass(frozen=True)
+class Obj(Value):
+    """A recognised library object: ``kind`` (optimizer, grad_scaler, namespace, device, finfo,
+    nullcontext, ...) and known attributes as sorted (name, value) pairs."""
+
+    kind: str
+    attrs: Tuple[Tuple[str, Value], ...] = ()
+
+    def get(self, name: str) -> Optional[Value]:
+        for key, value in self.attrs:
+            if key == name:
+                return value
+        return None
+
+    def set(self, name: str, value: Value) -> "Obj":
+        attrs = dict(self.attrs)
+        attrs[name] = value
+        return Obj(self.kind, tuple(sorted(attrs.items(), key=lambda kv: kv[0])))
+
+
+def obj(kind: str, **attrs: Value) -> Obj:
+    return Obj(kind, tuple(sorted(attrs.items(), key=lambda kv: kv[0])))
+
+
+@dataclass(frozen=True, eq=False)
+class DType(Value):
+    """A ``torch.dtype`` (``torch.float16``, ``x.dtype``): the dtypes it may be."""
+
+    dtypes: int
+    unknown: bool = False
+    origin: Optional[Origin] = None
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is DType and self.dtypes == other.dtypes and self.unknown == other.unknown  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((6, self.dtypes, self.unknown))
+
+    def with_unknown(self) -> "DType":
+        return replace(self, unknown=True)
+
+
+@dataclass(frozen=True, eq=False)
+class ModVal(Value):
+    """A module of the analysed project (``import model``; ``from . import layers``)."""
+
+    info: Any  # semantics.program.SourceModule
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is ModVal and self.info is other.info  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((7, id(self.info)))
+
+
+@dataclass(frozen=True)
+class Ext(Value):
+    """A name of torch or another library (``torch.nn.functional.softmax``, ``transformers``)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Builtin(Value):
+    name: str
+
+
+@dataclass(frozen=True)
+class Method(Value):
+    """``recv.name`` where the method is built in (a tensor, module or library object method)."""
+
+    recv: Value
+    name: str
+
+
+@dataclass(frozen=True, eq=False)
+class Autocast(Value):
+    """An autocast context manager. ``dtype`` 0: unknown; ``enabled`` None: depends on a flag."""
+
+    device: str
+    dtype: int
+    enabled: Optional[bool] = True
+    origin: Optional[Origin] = None
+
+    def __eq__(self, other: object) -> bool:
+        return (type(other) is Autocast and self.device == other.device and self.dtype == other.dtype  # type: ignore[attr-defined]
+                and self.enabled == other.enabled)  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((3, self.device, self.dtype, self.enabled))
+
+
+@dataclass(frozen=True)
+class Seq(Value):
+    """A tuple or list of known length."""
+
+    items: Tuple[Value, ...]
+
+
+@dataclass(frozen=True)
+class Coll(Value):
+    """A collection of unknown length whose elements are ``elem``."""
+
+    elem: Value
+
+
+@dataclass(frozen=True)
+class DictVal(Value):
+    """A dict with constant keys (``key`` None: unknown keys, value ``default``)."""
+
+    items: Tuple[Tuple[Any, Value], ...] = ()
+
+
+@dataclass(frozen=True)
+class Union(Value):
+    """Values of different kinds (at most :data:`UNION_LIMIT`)."""
+
+    options: FrozenSet[Value] = field(default_factory=frozenset)
+
+
+UNION_LIMIT = 6
+
+
+@dataclass(frozen=True, eq=False)
+class FuncVal(Value):
+    """A user function or method (``bound``: the receiver of a bound method)."""
+
+    info: Any  # semantics.program.FunctionInfo
+    bound: Optional[Value] = None
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is FuncVal and self.info is other.info and self.bound == other.bound  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((4, id(self.info), self.bound))
+
+
+@dataclass(frozen=True, eq=False)
+class ClassVal(Value):
+    info: Any  # semantics.program.ClassInfo
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is ClassVal and self.info is other.info  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((5, id(self.info)))
+
+
+NONE = Scalar("none")
+BOOL_SCALAR = Scalar("bool")
+STR = Scalar("str")
+
+
+# -- join ----------------------------------------------------------------------------------------
+def options(value: Value) -> Tuple[Value, ...]:
+    return tuple(value.options) if isinstance(value, Union) else (value,)
+
+
+def join(a: Optional[Value], b: Optional[Value]) -> Value:
+    """The least value that holds whatever ``a`` or ``b`` holds (None: not reached)."""
+    if a is None:
+        return b if b is not None else UNKNOWN
+    if b is None or a is b or a == b:
+        return a
+    if a is UNKNOWN:
+        return b.with_unknown() if not isinstance(b, Union) else _union(b.options | {UNKNOWN})
+    if b is UNKNOWN:
+        return a.with_unknown() if not isinstance(a, Union) else _union(a.options | {UNKNOWN})
+    ta, tb = type(a), type(b)
+    if ta is tb and ta is not Union:
+        merged = _join_same(a, b)
+        if merged is not None:
+            return merged
+    return _union(options(a) + options(b))
+
+
+def _union(values: Iterable[Value]) -> Value:
+    """A Union of ``values``, members of the same kind merged (one value per kind)."""
+    members: list = []
+    for value in values:
+        for i, member in enumerate(members):
+            if type(member) is type(value) and member is not UNKNOWN:
+                merged = _join_same(member, value)
+                if merged is not None:
+                    members[i] = merged
+                    break
+        else:
+            if value not in members:
+                members.append(value)
+    if len(members) == 1:
+        return members[0]
+    if len(members) > UNION_LIMIT:
+        tensors = [m for m in members if isinstance(m, Tensor)]
+        return tensors[0].with_unknown() if len(tensors) == 1 else UNKNOWN
+    return Union(frozenset(members))
+
+
+def _join_same(a: Value, b: Value) -> Optional[Value]:
+    if isinstance(a, Tensor):
+        assert isinstance(b, Tensor)
+        origin = a.origin if (a.origin is not None and a.half) or b.origin is None else b.origin
+        return Tensor(a.dtypes | b.dtypes, a.unknown or b.unknown, origin, a.scaled and b.scaled, a.param and b.param,
+                      a.graph | b.graph)
+    if isinstance(a, Scalar):
+        assert isinstance(b, Scalar)
+        if a.kind != b.kind:
+            kinds = {a.kind, b.kind}
+            if kinds <= {"int", "float", "num"}:
+                return Scalar("num")
+            return None
+        same = a.value == b.value
+        return Scalar(a.kind, a.value if same else None, a.finfo if a.finfo == b.finfo else None,
+                      a.site if same and a.site == b.site else None)
+    if isinstance(a, Module):
+        assert isinstance(b, Module)
+        if a.cls != b.cls:
+            return None
+        origin = a.origin if (a.origin is not None and a.cast & HALF) or b.origin is None else b.origin
+        items = a.items if a.items == b.items else ()
+        return Module(a.cls, a.cast | b.cast, a.cast_unknown or b.cast_unknown, origin, items, a.master and b.master,
+                      a.mode if a.mode == b.mode else "", a.site if a.site is b.site else None)
+    if isinstance(a, Seq):
+        assert isinstance(b, Seq)
+        if len(a.items) == len(b.items):
+            return Seq(tuple(join(x, y) for x, y in zip(a.items, b.items)))
+        return Coll(join(_elem(a), _elem(b)))
+    if isinstance(a, Coll):
+        assert isinstance(b, Coll)
+        return Coll(join(a.elem, b.elem))
+    if isinstance(a, Obj):
+        assert isinstance(b, Obj)
+        if a.kind != b.kind:
+            return None
+        keys = sorted({k for k, _ in a.attrs} | {k for k, _ in b.attrs})
+        return Obj(a.kind, tuple((k, join(a.get(k), b.get(k))) for k in keys))
+    if isinstance(a, Autocast):
+        assert isinstance(b, Autocast)
+        if a.device != b.device:
+            return None
+        enabled = a.enabled if a.enabled == b.enabled else None
+        return Autocast(a.device, a.dtype | b.dtype, enabled, a.origin or b.origin)
+    if isinstance(a, DType):
+        assert isinstance(b, DType)
+        return DType(a.dtypes | b.dtypes, a.unknown or b.unknown, a.origin or b.origin)
+    if isinstance(a, DictVal):
+        assert isinstance(b, DictVal)
+        merged = dict(a.items)
+        for key, value in b.items:
+            merged[key] = join(merged.get(key), value)
+        return DictVal(tuple(merged.items()))
+    return None
+
+
+def _elem(value: Value) -> Value:
+    if isinstance(value, Seq):
+        out: Optional[Value] = None
+        for item in value.items:
+            out = join(out, item)
+        return out if out is not None else UNKNOWN
+    if isinstance(value, Coll):
+        return value.elem
+    return UNKNOWN
+
+
+def element(value: Value) -> Value:
+    """What iterating ``value`` yields (the join of its items)."""
+    return _elem(value)
+
+
+def with_condition(value: Value, condition: str) -> Value:
+    """Mark the half evidence of ``value`` as holding only when ``condition`` holds."""
+    if isinstance(value, Tensor) and value.origin is not None and value.origin.condition is None:
+        return replace(value, origin=replace(value.origin, condition=condition))
+    if isinstance(value, Module) and value.origin is not None and value.origin.condition is None:
+        return replace(value, origin=replace(value.origin, condition=condition))
+    if isinstance(value, (Autocast, DType)) and value.origin is not None and value.origin.condition is None:
+        return replace(value, origin=replace(value.origin, condition=condition))
+    if isinstance(value, Union):
+        return Union(frozenset(with_condition(v, condition) for v in value.options))
+    return value
+
+
+def tensor_dtypes(value: Value) -> Tuple[int, bool]:
+    """(known dtypes, whether some paths are unknown) of a value used as a tensor."""
+    if isinstance(value, Tensor):
+        return value.dtypes, value.unknown
+    if isinstance(value, Union):
+        dt, unknown = 0, False
+        for option in value.options:
+            d, u = tensor_dtypes(option)
+            dt |= d
+            unknown = unknown or u
+        return dt, unknown
+    return 0, True
+
+
+def half_tensor(value: Value) -> Optional[Tensor]:
+    """The tensor part of ``value`` when it may be half on positive evidence, else None."""
+    for option in options(value):
+        if isinstance(option, Tensor) and option.half:
+            return option
+    return None
+
+
+def constant(value: Optional[Value]) -> Any:
+    """The Python constant a value stands for, if known (else None)."""
+    if isinstance(value, Scalar):
+        return value.value
+    return None
