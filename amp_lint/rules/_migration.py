@@ -194,7 +194,8 @@ class Migration:
     # -- the autocast ranges -----------------------------------------------------------------------------
     def _plan_ranges(self, plan: Plan) -> str:
         step = self.step
-        if not self.remove_casts and (step.in_autocast or self.model.autocast_inside(step.container)):
+        if not self.remove_casts and not self.apex and (step.in_autocast or
+                                                        self.model.autocast_inside(step.container)):
             return ""  # the forward already runs under autocast
         if step.graph & HALF and not self.remove_casts and not self.apex:
             return ""  # already mixed precision
@@ -337,11 +338,13 @@ class Migration:
                     site = option.get("site")
                     if isinstance(site, Scalar) and isinstance(site.value, str):
                         sites.add(site.value)
+        if not sites:
+            return self._optimizer_binding(event)
         if len(sites) != 1:
             return None
         site = sites.pop()
         if site.rsplit(":", 4)[0] != self.ctx.module.relpath:
-            return None
+            return self._optimizer_binding(event)
         stack: List[ast.AST] = []
 
         def visit(node: ast.AST) -> Optional[Tuple[ast.stmt, Optional[ast.AST]]]:
@@ -359,6 +362,22 @@ class Migration:
             return None
 
         return visit(self.tree)
+
+    def _optimizer_binding(self, event) -> Optional[Tuple[ast.stmt, Optional[ast.AST]]]:
+        """The statement of this file that binds the stepped optimizer built elsewhere
+        (``optimizer = build_optimizer(model)``), in the loop's function."""
+        if not isinstance(event.receiver, ast.Name):
+            return None
+        name = event.receiver.id
+        function = self.step.function
+        scope = function if function is not None else self.tree
+        found: Optional[ast.stmt] = None
+        for node in _walk_scope(scope):
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+                if found is not None:
+                    return None  # bound twice: no single place
+                found = node
+        return (found, function) if found is not None else None
 
     def _module_level(self, stmt: ast.stmt) -> bool:
         return any(s is stmt for s in self.tree.body) or any(

@@ -200,6 +200,7 @@ class Interpreter:
         record = frame.record
         frame.state, frame.autocast_origin = state, origin
         frame.record = self._record(record.scope, record.module, state, record.stack, record.context_free, origin)
+        frame.record.values.update(record.values)  # the call being evaluated spans both
 
     def add_seed(self, module: Value, frame: Frame) -> None:
         for option in options(module):
