@@ -2,7 +2,8 @@
 
 Sources: torch 2.13 ``torch/cuda/amp/*.py`` and ``torch/cpu/amp/*.py`` (FutureWarning texts, old
 signatures); availability of the replacements from release behaviour: ``torch.amp.GradScaler``
-since 2.3, ``torch.amp.custom_fwd/custom_bwd(device_type=...)`` since 2.4 (op-precision.md §4).
+since 2.3, ``torch.amp.custom_fwd/custom_bwd(device_type=...)`` since 2.4 (their docstrings in
+torch/amp/grad_scaler.py and torch/amp/autocast_mode.py; https://pytorch.org/docs/stable/amp.html).
 """
 from __future__ import annotations
 

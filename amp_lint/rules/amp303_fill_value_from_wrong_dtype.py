@@ -9,7 +9,7 @@ from amp_lint.engine.fixes import CstFix
 from amp_lint.findings import Applicability, Severity
 from amp_lint.rules.base import Invalid, Rule, Valid
 
-#: (finfo dtype, filled dtype) pairs whose extreme does not fit (op-precision.md section 1/2).
+#: (finfo dtype, filled dtype) pairs whose extreme does not fit (float16 max 65504, bfloat16 max 3.39e38).
 _OVERFLOWS = {("f32", "f16"), ("f64", "f16"), ("bf16", "f16"), ("f32", "bf16"), ("f64", "bf16")}
 
 
@@ -40,7 +40,11 @@ class FillValueFromWrongDtype(Rule):
     dtype in the reported context (`h.dtype`) and is unsafe.
 
     ## References
-    - op-precision.md section 2 (finfo must be taken from the filled tensor; E)
+    - Measured with torch 2.13.0 (CPU): under float16 autocast, `scores = q @ k.T` of float32 inputs is
+      float16, and `scores.masked_fill(m, torch.finfo(q.dtype).min)` raises `RuntimeError: value cannot
+      be converted to type c10::Half without overflow`; `torch.finfo(torch.float32).min` also overflows
+      bfloat16
+    - `torch.finfo`: https://pytorch.org/docs/stable/type_info.html#torch.finfo
     """
     VALID = [
         Valid("""
