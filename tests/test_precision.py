@@ -344,7 +344,9 @@ def _check(project: Path, *extra: str):
         [sys.executable, "-m", "amp_lint", "check", "--select", ",".join(NUMERICS), "--output-format", "json",
          "--exit-zero", "--isolated", *extra, "."], cwd=project, capture_output=True, text=True, timeout=300)
     findings = json.loads(proc.stdout)
-    return {(Path(f["filename"]).as_posix().lstrip("./"), f["location"]["row"], f["code"]) for f in findings}, findings
+    # JSON filenames are absolute, as ruff writes them.
+    return {(Path(f["filename"]).relative_to(project.resolve()).as_posix(), f["location"]["row"], f["code"])
+            for f in findings}, findings
 
 
 @pytest.mark.parametrize("project", sorted(p for p in PROJECTS.iterdir() if (p / "expected.txt").exists()),
