@@ -46,6 +46,21 @@ for _name in ("custom_fwd", "custom_bwd"):
 #: Modules whose import alone is deprecated (reported when nothing else in the file uses them).
 DEPRECATED_AMP_MODULES = ("torch.cuda.amp", "torch.cpu.amp")
 
+#: The first torch release in which any of the above warns: below it AMP501 reports nothing.
+DEPRECATIONS_SINCE = min((d.deprecated_since for d in DEPRECATED_AMP_APIS.values()),
+                         key=lambda v: tuple(int(p) for p in v.split(".")))
+
+#: Modules of the replacement API: a ``try`` body importing from them is new-API code.
+AMP_REPLACEMENT_MODULES = ("torch.amp", "torch.amp.autocast_mode", "torch.amp.grad_scaler")
+
+#: What a missing or changed API raises on old torch (``torch.amp.GradScaler`` missing: AttributeError;
+#: ``custom_fwd(device_type=...)`` unknown: TypeError; ``from torch.amp import ...``: ImportError).
+#: An ``except`` branch catching one of these (or everything) after a ``try`` that uses the new API
+#: is a compatibility fallback, which AMP501 leaves alone.
+COMPAT_FALLBACK_EXCEPTIONS = frozenset({
+    "ImportError", "ModuleNotFoundError", "AttributeError", "TypeError", "Exception", "BaseException",
+})
+
 #: apex mixed-precision entry points, removed from NVIDIA/apex in commit cb65b8ed (2025-05-08).
 APEX_AMP_APIS: Dict[str, str] = {
     "apex.amp": "use torch.amp.autocast and torch.amp.GradScaler",

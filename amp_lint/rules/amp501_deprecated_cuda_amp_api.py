@@ -1,11 +1,14 @@
 """AMP501 deprecated-cuda-amp-api."""
 from __future__ import annotations
 
-from typing import List, Optional, Set
+from typing import Dict, List, Optional, Set
 
 import libcst as cst
 
-from amp_lint.data.deprecations import DEPRECATED_AMP_APIS, DEPRECATED_AMP_MODULES, Deprecation
+from amp_lint.data.deprecations import (
+    AMP_REPLACEMENT_MODULES, COMPAT_FALLBACK_EXCEPTIONS, DEPRECATED_AMP_APIS, DEPRECATED_AMP_MODULES,
+    DEPRECATIONS_SINCE, Deprecation,
+)
 from amp_lint.engine import codegen
 from amp_lint.engine.fixes import CstFix
 from amp_lint.findings import Applicability, Severity
@@ -36,10 +39,18 @@ class DeprecatedCudaAmpApi(Rule):
     `autocast` takes `device_type` first). It is offered only when the configured `torch-version`
     has the replacement (`torch.amp.GradScaler` needs 2.3, `torch.amp.custom_fwd` 2.4). A bare
     reference such as `ac = torch.cuda.amp.autocast` is reported without a fix, since the
-    replacement needs the device argument. Imports left unused by the fix are removed.
+    replacement needs the device argument. Imports left unused by the fix are removed, including
+    `import torch.cuda.amp as amp` once every `amp.` use is rewritten.
+
+    Compatibility code is left alone: a deprecated call, reference or import inside an
+    `except` branch (`ImportError`, `ModuleNotFoundError`, `AttributeError`, `TypeError`, `Exception`
+    or a bare `except`) of a `try` whose body already uses the new `torch.amp` API is the fallback
+    for old torch versions; rewriting it would break exactly the versions it exists for, so it is
+    neither reported nor fixed (nor are uses of a name that such a fallback imports).
 
     ## Options
-    `torch-version` (default "2.4").
+    `torch-version` (default "2.4"): below 2.4 nothing is deprecated yet, so the rule reports
+    nothing; the fixes are also gated on it (see above).
 
     ## References
     - torch 2.13 `torch/cuda/amp/autocast_mode.py`, `torch/cuda/amp/grad_scaler.py` (deprecation warnings)
@@ -68,6 +79,42 @@ class DeprecatedCudaAmpApi(Rule):
         with autocast():
             pass
         """),
+        Valid("""
+        import torch
+        try:
+            scaler = torch.amp.GradScaler("cuda")
+        except (AttributeError, TypeError):  # torch < 2.3
+            scaler = torch.cuda.amp.GradScaler()
+        """),
+        Valid("""
+        import torch
+        try:
+            from torch.amp import custom_fwd
+            fwd = custom_fwd(device_type="cuda")
+        except ImportError:
+            from torch.cuda.amp import custom_fwd as fwd
+
+        class F(torch.autograd.Function):
+            @staticmethod
+            @fwd
+            def forward(ctx, x):
+                return x
+        """),
+        Valid("""
+        import torch
+        try:
+            with torch.autocast(device_type="cuda"):
+                y = model(x)
+        except Exception:
+            with torch.cuda.amp.autocast():
+                y = model(x)
+        """),
+        Valid("""
+        import torch
+        scaler = torch.cuda.amp.GradScaler()
+        with torch.cuda.amp.autocast():
+            pass
+        """, settings={"torch_version": "2.3"}),
     ]
     INVALID = [
         Invalid(
@@ -211,13 +258,51 @@ class DeprecatedCudaAmpApi(Rule):
         Invalid(
             """
             import torch
-            scaler = torch.cuda.amp.GradScaler()
+            try:
+                scaler = make_scaler()
+            except (AttributeError, TypeError):
+                scaler = torch.cuda.amp.GradScaler()
             """,
-            settings={"torch_version": "2.2"},
             expected="""
             import torch
-            scaler = torch.cuda.amp.GradScaler()
+            try:
+                scaler = make_scaler()
+            except (AttributeError, TypeError):
+                scaler = torch.amp.GradScaler("cuda")
             """,
+        ),
+        Invalid(
+            """
+            import torch
+            try:
+                scaler = torch.amp.GradScaler("cuda")
+            except ValueError:
+                scaler = torch.cuda.amp.GradScaler(enabled=False)
+            """,
+            expected="""
+            import torch
+            try:
+                scaler = torch.amp.GradScaler("cuda")
+            except ValueError:
+                scaler = torch.amp.GradScaler("cuda", enabled=False)
+            """,
+        ),
+        Invalid(
+            """
+            import torch.cuda.amp as amp
+
+            scaler = amp.GradScaler()
+            with amp.autocast():
+                pass
+            """,
+            expected="""
+            import torch
+
+            scaler = torch.amp.GradScaler("cuda")
+            with torch.amp.autocast("cuda"):
+                pass
+            """,
+            count=2,
         ),
         Invalid(
             """
@@ -234,11 +319,83 @@ class DeprecatedCudaAmpApi(Rule):
         super().__init__(ctx)
         self.handled: Set[int] = set()
         self.import_statements: List[cst.CSTNode] = []
+        #: Below the deprecation there is nothing to report (or fix).
+        self.active = ctx.settings.torch_at_least(DEPRECATIONS_SINCE)
+        #: id(Try) -> whether its body uses the new API (computed on demand)
+        self._new_api_in_body: Dict[int, bool] = {}
+        #: ids of import statements that are compatibility fallbacks
+        self.fallback_imports: Set[int] = set()
+
+    def _deprecation(self, node: cst.BaseExpression) -> "tuple[Optional[str], Optional[Deprecation]]":
+        """(qualified name, deprecation) of a reference, or (.., None) when there is nothing to report:
+        not deprecated, torch-version below the deprecation, or compatibility code."""
+        qualified = self.ctx.qualify(node)
+        deprecation = DEPRECATED_AMP_APIS.get(qualified or "")
+        if deprecation is None or not self.ctx.settings.torch_at_least(deprecation.deprecated_since):
+            return qualified, None
+        if self._in_fallback() or self._bound_by_fallback(node):
+            return qualified, None
+        return qualified, deprecation
+
+    # -- compatibility code ------------------------------------------------------------------
+    def _in_fallback(self) -> bool:
+        """Whether the node being visited lies in an ``except`` branch that is a fallback for
+        old torch: it catches what a missing API raises, and its ``try`` body uses the new API."""
+        stack = self.ctx.stack
+        for index in range(len(stack) - 2, 0, -1):
+            handler = stack[index]
+            if isinstance(handler, cst.ExceptHandler) and isinstance(stack[index - 1], cst.Try):
+                if self._catches_missing_api(handler) and self._uses_new_api(stack[index - 1]):
+                    return True
+        return False
+
+    def _bound_by_fallback(self, node: cst.BaseExpression) -> bool:
+        root = node
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if not isinstance(root, cst.Name):
+            return False
+        binding = self.ctx.names.bindings.get(root.value)
+        return binding is not None and id(binding.node) in self.fallback_imports
+
+    @staticmethod
+    def _catches_missing_api(handler: cst.ExceptHandler) -> bool:
+        if handler.type is None:
+            return True  # a bare ``except:``
+        types = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
+        for element in types:
+            value = element.value if isinstance(element, cst.Element) else element
+            name = value.attr.value if isinstance(value, cst.Attribute) else getattr(value, "value", None)
+            if name in COMPAT_FALLBACK_EXCEPTIONS:
+                return True
+        return False
+
+    def _uses_new_api(self, node: cst.Try) -> bool:
+        known = self._new_api_in_body.get(id(node))
+        if known is None:
+            known = self._new_api_in_body[id(node)] = any(self._is_new_api(n) for n in _iter_subtree(node.body))
+        return known
+
+    def _is_new_api(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.ImportFrom) and node.module is not None and not node.relative:
+            from amp_lint.engine.names import module_name
+
+            module = module_name(node.module)
+            if module in AMP_REPLACEMENT_MODULES:
+                return True
+            if module == "torch" and not isinstance(node.names, cst.ImportStar):
+                return any(getattr(a.name, "value", None) in ("amp", "autocast") for a in node.names)
+            return False
+        if isinstance(node, (cst.Attribute, cst.Name)):
+            qualified = self.ctx.qualify(node) or ""
+            return qualified == "torch.autocast" or qualified.split(".")[:2] == ["torch", "amp"]
+        return False
 
     # -- calls and decorators --------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
-        qualified = self.ctx.qualify(node.func)
-        deprecation = DEPRECATED_AMP_APIS.get(qualified or "")
+        if not self.active:
+            return
+        qualified, deprecation = self._deprecation(node.func)
         if deprecation is None:
             return
         self.handled.add(id(node.func))
@@ -246,10 +403,9 @@ class DeprecatedCudaAmpApi(Rule):
 
     def visit_Decorator(self, node: cst.Decorator) -> None:
         target = node.decorator
-        if isinstance(target, cst.Call):
+        if isinstance(target, cst.Call) or not self.active:
             return
-        qualified = self.ctx.qualify(target)
-        deprecation = DEPRECATED_AMP_APIS.get(qualified or "")
+        qualified, deprecation = self._deprecation(target)
         if deprecation is None:
             return
         self.handled.add(id(target))
@@ -266,15 +422,14 @@ class DeprecatedCudaAmpApi(Rule):
         self._reference(node)
 
     def _reference(self, node: cst.BaseExpression) -> None:
-        if id(node) in self.handled:
+        if not self.active or id(node) in self.handled:
             return
         if self.ctx.is_store(node):
             return
         parent = self.ctx.parent()
         if isinstance(parent, cst.Attribute) and parent.value is node:
             return  # only the whole chain counts
-        qualified = self.ctx.qualify(node)
-        deprecation = DEPRECATED_AMP_APIS.get(qualified or "")
+        qualified, deprecation = self._deprecation(node)
         if deprecation is None:
             return
         self.report(
@@ -285,13 +440,26 @@ class DeprecatedCudaAmpApi(Rule):
 
     # -- imports -----------------------------------------------------------------------------
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        self.import_statements.append(node)
+        self._import(node)
+
+    def visit_Import(self, node: cst.Import) -> None:
+        # ``import torch.cuda.amp as amp``: the alias is deprecated once nothing uses it.
+        if any(alias.asname is not None for alias in node.names):
+            self._import(node)
+
+    def _import(self, node: cst.CSTNode) -> None:
+        if not self.active:
+            return
+        if self._in_fallback():
+            self.fallback_imports.add(id(node))
+        else:
+            self.import_statements.append(node)
 
     def finish(self) -> None:
         """Report deprecated imports that nothing in the file uses (after fixes, say)."""
         names = self.ctx.names
         for stmt in self.import_statements:
-            assert isinstance(stmt, cst.ImportFrom)
+            assert isinstance(stmt, (cst.Import, cst.ImportFrom))
             if isinstance(stmt.names, cst.ImportStar):
                 continue
             unused = []
@@ -308,7 +476,8 @@ class DeprecatedCudaAmpApi(Rule):
                 fix.remove(statement_line)
             elif keep:
                 keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-                fix.replace(stmt, stmt.with_changes(names=keep, lpar=None, rpar=None) if len(keep) == 1 and stmt.lpar else stmt.with_changes(names=keep))
+                parenthesised = isinstance(stmt, cst.ImportFrom) and stmt.lpar
+                fix.replace(stmt, stmt.with_changes(names=keep, lpar=None, rpar=None) if len(keep) == 1 and parenthesised else stmt.with_changes(names=keep))
             else:
                 fix = None
             listed = ", ".join(f"`{b.qualified}`" for b in unused)
@@ -387,8 +556,12 @@ class DeprecatedCudaAmpApi(Rule):
 
 
 def _iter_statement_lines(module: cst.Module):
-    from amp_lint.engine.walker import iter_subtree
-
-    for node in iter_subtree(module):
+    for node in _iter_subtree(module):
         if isinstance(node, cst.SimpleStatementLine):
             yield node
+
+
+def _iter_subtree(node: cst.CSTNode):
+    from amp_lint.engine.walker import iter_subtree
+
+    return iter_subtree(node)
