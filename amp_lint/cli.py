@@ -391,7 +391,7 @@ def _settings_text(settings: "Settings", config_path: Optional[Path], selection,
         ("cache-dir", os.path.join(os.path.abspath(settings.project_root), CACHE_DIR_NAME)),
     ]
     lines = [
-        f"Resolved settings for: {json.dumps(os.path.abspath(first))}",
+        f"Resolved settings for: {json.dumps(first if first == '-' else os.path.abspath(first))}",
         f"Settings path: {json.dumps(str(config_path.resolve())) if config_path else 'none (defaults)'}",
         f"Project root: {json.dumps(os.path.abspath(settings.project_root))}",
         "",
