@@ -647,5 +647,7 @@ def test_help_lists_every_flag(project: Path) -> None:
         text = amp(command, "--help").out
         for flag in ("--select", "--ignore", "--extend-select", "--output-format", "--statistics", "--exit-zero",
                      "--diff", "--show-fixes", "--unsafe-fixes", "--config", "--isolated", "--no-cache",
-                     "--stdin-filename", "--force-exclude", "--quiet"):
+                     "--stdin-filename", "--force-exclude", "--quiet", "--output-file", "--preview", "--exclude",
+                     "--extend-exclude", "--show-settings", "--show-files"):
             assert flag in text, (command, flag)
+    assert "--add-noqa" in amp("check", "--help").out
