@@ -1,29 +1,35 @@
-"""The ``amp-lint`` command: ``check``, ``fix`` and ``rule``."""
+"""The ``amp-lint`` command: ``check``, ``fix`` and ``rule``.
+
+Start-up imports only click: ``--version`` and ``--help`` answer at once. A command imports what
+it needs (configuration, discovery, the runner with LibCST and the rules, the reporters) when it
+runs; ``tests/test_cli_startup.py`` keeps it that way.
+"""
 from __future__ import annotations
 
-import dataclasses
-import json
 import os
 import sys
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 import click
 
-from amp_lint import __version__
-from amp_lint.config import ConfigError, Settings, load_settings, with_cli_selection
-from amp_lint.discovery import discover, is_excluded
-from amp_lint.engine.linter import FileReport
-from amp_lint.reporters import FORMATS, RuleMeta, render, render_statistics, render_summary
-from amp_lint.rules import ALL_RULES, rule_for
-from amp_lint.runner import RunOptions, Selection, default_jobs, process_stdin, run, unified_diff
+from amp_lint import OUTPUT_FORMATS, __version__
+
+if TYPE_CHECKING:
+    from amp_lint.config import Settings
+    from amp_lint.engine.linter import FileReport
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+NO_FILES_WARNING = "No Python files found under the given path(s)"
 
 
 def _fail(message: str) -> "click.exceptions.Exit":
     click.echo(f"amp-lint: error: {message}", err=True)
     return click.exceptions.Exit(EXIT_ERROR)
+
+
+def _warn(message: str) -> None:
+    click.echo(f"amp-lint: warning: {message}", err=True)
 
 
 def _selectors(values: Sequence[str]) -> Tuple[str, ...]:
@@ -35,6 +41,8 @@ def _selectors(values: Sequence[str]) -> Tuple[str, ...]:
 
 def rule_metadata() -> dict:
     from amp_lint import DOCS_URL
+    from amp_lint.reporters import RuleMeta
+    from amp_lint.rules import ALL_RULES
 
     return {
         r.code: RuleMeta(r.code, r.name, r.severity.value, r.summary, f"{DOCS_URL}/{r.code}.md")
@@ -74,21 +82,30 @@ def _common_options(func):
         click.option("--select", multiple=True, help="Rule codes or prefixes to enable (e.g. AMP3, ALL)."),
         click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable."),
         click.option("--extend-select", multiple=True, help="Codes or prefixes to enable on top of the selection."),
-        click.option("--output-format", type=click.Choice(FORMATS), default=None,
-                     help="Output format (default: concise)."),
-        click.option("--statistics", is_flag=True, help="Show counts per rule instead of each finding."),
+        click.option("--output-format", type=click.Choice(OUTPUT_FORMATS), default=None,
+                     help="Output format (default: concise; or $AMP_LINT_OUTPUT_FORMAT)."),
+        click.option("-o", "--output-file", type=click.Path(dir_okay=False), envvar="AMP_LINT_OUTPUT_FILE",
+                     help="Write the findings to this file instead of stdout (or $AMP_LINT_OUTPUT_FILE)."),
+        click.option("--statistics", is_flag=True,
+                     help="Show counts per rule instead of each finding (text, or JSON with --output-format json)."),
         click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain."),
         click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing."),
         click.option("--show-fixes", is_flag=True, help="Show the fix of each finding."),
         click.option("--unsafe-fixes/--no-unsafe-fixes", default=None,
                      help="Also apply (or show as fixable) fixes that change numerics or architecture."),
-        click.option("--preview", is_flag=True, default=None, help="Also report low-confidence findings."),
+        click.option("--preview/--no-preview", default=None,
+                     help="Preview mode: preview rules, and low-confidence findings of the stable rules."),
+        click.option("--exclude", multiple=True,
+                     help="Patterns to exclude; replaces the configured and default excludes."),
+        click.option("--extend-exclude", multiple=True, help="Patterns to exclude on top of the others."),
         click.option("--config", "config_file", type=click.Path(), help="Config file (pyproject.toml or amp-lint.toml)."),
         click.option("--isolated", is_flag=True, help="Ignore all configuration files."),
         click.option("--no-cache", is_flag=True, help="Do not read or write the cache."),
         click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: all cores)."),
         click.option("--stdin-filename", help="Filename to report for source read from stdin (path '-')."),
         click.option("--force-exclude", is_flag=True, help="Apply exclusions to paths given explicitly too."),
+        click.option("--show-settings", is_flag=True, help="Print the settings resolved for the first path and exit."),
+        click.option("--show-files", is_flag=True, help="Print the files that would be checked and exit."),
         click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary."),
     ]
     for option in reversed(options):
@@ -99,16 +116,17 @@ def _common_options(func):
 @main.command("check")
 @_common_options
 @click.option("--fix", is_flag=True, help="Apply safe fixes (same as `amp-lint fix`).")
-def check_command(fix: bool, **kwargs) -> None:
+@click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` comments to the lines of the current findings.")
+def check_command(fix: bool, add_noqa: bool, **kwargs) -> None:
     """Report mixed-precision hazards in PATHS (default: current directory)."""
-    sys.exit(_run(fix=fix, **kwargs))
+    sys.exit(_run(fix=fix, add_noqa=add_noqa, **kwargs))
 
 
 @main.command("fix")
 @_common_options
 def fix_command(**kwargs) -> None:
     """Apply fixes to PATHS (same as `amp-lint check --fix`)."""
-    sys.exit(_run(fix=True, **kwargs))
+    sys.exit(_run(fix=True, add_noqa=False, **kwargs))
 
 
 def _config_start(paths: Sequence[str], stdin_filename: Optional[str]) -> Path:
@@ -123,44 +141,81 @@ def _config_start(paths: Sequence[str], stdin_filename: Optional[str]) -> Path:
 
 
 def _settings(config_file: Optional[str], isolated: bool, select, ignore, extend_select,
-              unsafe_fixes: Optional[bool], preview: Optional[bool], start: Optional[Path] = None) -> Settings:
-    settings, _ = load_settings(config_file, isolated, start or Path.cwd())
+              unsafe_fixes: Optional[bool], preview: Optional[bool], start: Optional[Path] = None,
+              exclude: Sequence[str] = (), extend_exclude: Sequence[str] = ()) -> "Tuple[Settings, Optional[Path]]":
+    """(settings with the command line applied, the config file they came from)."""
+    import dataclasses
+
+    from amp_lint.config import load_settings, reserved_selector_warnings, with_cli_selection
+
+    settings, path = load_settings(config_file, isolated, start or Path.cwd())
+    configured = settings.select + settings.extend_select + settings.ignore + tuple(
+        code for _, codes in settings.per_file_ignores for code in codes)
+    for message in reserved_selector_warnings(configured + _selectors(select) + _selectors(extend_select)
+                                              + _selectors(ignore)):
+        _warn(message)
     # The CLI's selectors are a layer on top of the configured selection (ruff's semantics).
     settings = with_cli_selection(settings, _selectors(select), _selectors(extend_select), _selectors(ignore))
-    changes = {}
+    changes: Dict[str, object] = {}
     if unsafe_fixes is not None:
         changes["unsafe_fixes"] = unsafe_fixes
-    if preview:
-        changes["preview"] = True
-    return dataclasses.replace(settings, **changes)
+    if preview is not None:
+        changes["preview"] = preview
+    if exclude:
+        changes["exclude"] = _selectors(exclude)  # as ruff: replaces the configured and default list
+    if extend_exclude:
+        changes["extend_exclude"] = settings.extend_exclude + _selectors(extend_exclude)
+    return dataclasses.replace(settings, **changes), path
 
 
-def _run(*, paths, select, ignore, extend_select, output_format, statistics, exit_zero, diff, show_fixes,
-         unsafe_fixes, preview, config_file, isolated, no_cache, jobs, stdin_filename, force_exclude, quiet,
-         fix) -> int:
+def _run(*, paths, select, ignore, extend_select, output_format, output_file, statistics, exit_zero, diff,
+         show_fixes, unsafe_fixes, preview, exclude, extend_exclude, config_file, isolated, no_cache, jobs,
+         stdin_filename, force_exclude, show_settings, show_files, quiet, fix, add_noqa) -> int:
+    from amp_lint.config import ConfigError
+    from amp_lint.discovery import discover, is_excluded
+    from amp_lint.reporters.statistics import STATISTICS_FORMATS
+
     fmt = output_format or os.environ.get("AMP_LINT_OUTPUT_FORMAT") or "concise"
-    if fmt not in FORMATS:
+    if fmt not in OUTPUT_FORMATS:
         raise _fail(f"unknown output format {fmt!r}")
+    if statistics and fmt not in STATISTICS_FORMATS:
+        raise _fail(f"--statistics supports the {', '.join(STATISTICS_FORMATS)} output formats, not {fmt!r}")
+    if add_noqa and (fix or diff):
+        raise _fail("--add-noqa cannot be combined with --fix or --diff")
+    paths = list(paths) or ["."]
+    if add_noqa and "-" in paths:
+        raise _fail("--add-noqa edits files; it cannot read stdin ('-')")
     try:
-        settings = _settings(config_file, isolated, select, ignore, extend_select, unsafe_fixes, preview,
-                             _config_start(paths, stdin_filename))
+        settings, config_path = _settings(config_file, isolated, select, ignore, extend_select, unsafe_fixes,
+                                          preview, _config_start(paths, stdin_filename), exclude, extend_exclude)
+        from amp_lint.runner import Selection
+
         selection = Selection.from_settings(settings)
     except ConfigError as exc:
         raise _fail(str(exc))
-    want_edits = fmt in ("json", "json-lines", "sarif") or show_fixes
-    options = RunOptions(fix=fix, diff=diff, want_edits=want_edits, jobs=jobs or default_jobs(),
-                         cache=not no_cache, progress=True)
-    paths = list(paths) or ["."]
+    if show_settings:
+        click.echo(_settings_text(settings, config_path, selection, fmt, paths, stdin_filename), nl=False)
+        return EXIT_CLEAN
+    excludes = settings.exclude + settings.extend_exclude
     reports: List[FileReport] = []
     errors: List[Tuple[str, str]] = []
-    if paths == ["-"]:
+    skipped: List[Tuple[str, str]] = []
+    stdin = paths == ["-"]
+    if stdin:
         filename = stdin_filename or "-"
+        if show_files:
+            click.echo(filename)
+            return EXIT_CLEAN
         data = sys.stdin.buffer.read()
-        if stdin_filename and force_exclude and is_excluded(Path(filename), settings.exclude + settings.extend_exclude, Path(settings.project_root)):
+        if stdin_filename and force_exclude and is_excluded(Path(filename), excludes, Path(settings.project_root)):
             if fix and not diff:  # an editor replaces its buffer by our stdout: hand it back unchanged
                 sys.stdout.buffer.write(data)
                 sys.stdout.flush()
             return EXIT_CLEAN
+        from amp_lint.runner import RunOptions, default_jobs, process_stdin
+
+        options = RunOptions(fix=fix, diff=diff, want_edits=_want_edits(fmt, show_fixes), jobs=jobs or default_jobs(),
+                             cache=not no_cache, progress=True)
         report = process_stdin(data, filename, selection, options)
         reports.append(report)
         if fix and not diff and report.error is None and report.source is not None:
@@ -172,53 +227,180 @@ def _run(*, paths, select, ignore, extend_select, output_format, statistics, exi
     else:
         if "-" in paths:
             raise _fail("'-' (stdin) cannot be combined with other paths")
-        files, errors = discover(paths, settings.exclude + settings.extend_exclude, Path(settings.project_root),
-                                 force_exclude=force_exclude)
+        files, errors = discover(paths, excludes, Path(settings.project_root), force_exclude=force_exclude,
+                                 skipped=skipped)
+        for path, message in errors:
+            click.echo(f"amp-lint: error: {path}: {message}", err=True)
+        for path, reason in skipped:
+            _warn(f"{path}: skipped ({reason})")
+        if show_files:
+            for path in sorted(os.path.abspath(f) for f in files):
+                click.echo(path)
+            return EXIT_ERROR if errors else EXIT_CLEAN
+        if not files and not errors:
+            _warn(NO_FILES_WARNING)
+            if not statistics and fmt not in ("concise", "full"):
+                _write(_render([], fmt, settings, show_fixes=False), output_file, sys.stdout)
+            return EXIT_CLEAN
+        from amp_lint.runner import RunOptions, default_jobs, run
+
+        options = RunOptions(fix=fix, diff=diff, want_edits=_want_edits(fmt, show_fixes), jobs=jobs or default_jobs(),
+                             cache=not no_cache, progress=True)
         reports = run(files, selection, options)
-    for path, message in errors:
-        click.echo(f"amp-lint: error: {path}: {message}", err=True)
     for report in reports:
         if report.error:
             errors.append((report.path, report.error))
             click.echo(f"amp-lint: error: {report.path}: {report.error}", err=True)
         elif report.warning:
             click.echo(f"amp-lint: warning: {report.path}: {report.warning}", err=True)
+    if add_noqa:
+        return _add_noqa(reports, had_errors=bool(errors), quiet=quiet)
     return _report(reports, fmt, settings, statistics=statistics, exit_zero=exit_zero, diff=diff,
-                   show_fixes=show_fixes, quiet=quiet, fix=fix, had_errors=bool(errors),
-                   stdin_fix=fix and not diff and paths == ["-"])
+                   show_fixes=show_fixes, quiet=quiet, fix=fix, errors=len(errors), skipped=len(skipped),
+                   stdin_fix=fix and not diff and stdin, output_file=output_file)
 
 
-def _report(reports: List[FileReport], fmt: str, settings: Settings, *, statistics: bool, exit_zero: bool,
-            diff: bool, show_fixes: bool, quiet: bool, fix: bool, had_errors: bool, stdin_fix: bool) -> int:
+def _want_edits(fmt: str, show_fixes: bool) -> bool:
+    return fmt in ("json", "json-lines", "sarif") or show_fixes
+
+
+def _render(findings: list, fmt: str, settings: "Settings", *, show_fixes: bool) -> str:
+    from amp_lint.reporters import render
+
+    return render(findings, fmt, unsafe_fixes=settings.unsafe_fixes, show_fixes=show_fixes, rules=rule_metadata(),
+                  tool_version=__version__, root=settings.project_root)
+
+
+def _write(text: str, output_file: Optional[str], stream) -> None:
+    """Write the report to ``output_file`` (parents created) or to ``stream``."""
+    if output_file is None:
+        stream.write(text)
+        stream.flush()
+        return
+    try:
+        target = Path(output_file)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise _fail(f"{output_file}: cannot write the output file: {exc.strerror or exc}")
+
+
+def _report(reports: List[FileReport], fmt: str, settings: "Settings", *, statistics: bool, exit_zero: bool,
+            diff: bool, show_fixes: bool, quiet: bool, fix: bool, errors: int, skipped: int, stdin_fix: bool,
+            output_file: Optional[str]) -> int:
+    from amp_lint.reporters import render_statistics, render_summary
+    from amp_lint.runner import unified_diff
+
     findings = [f for r in reports for f in r.findings]
     fixed = sum(r.fixed for r in reports)
     out = sys.stderr if stdin_fix else sys.stdout
     if diff:
         patches = [unified_diff(r) for r in reports]
-        out.write("".join(patches))
+        _write("".join(patches), output_file, out)
         would_fix = sum(r.fixed for r in reports)
         if not quiet:
             click.echo(f"Would fix {would_fix} finding{'s' if would_fix != 1 else ''}.", err=True)
-        if had_errors:
+        if errors:
             return EXIT_ERROR
         return EXIT_CLEAN if exit_zero or not any(patches) else EXIT_FINDINGS
     if statistics:
-        out.write(render_statistics(findings, unsafe_fixes=settings.unsafe_fixes))
+        _write(render_statistics(findings, unsafe_fixes=settings.unsafe_fixes, fmt=fmt), output_file, out)
     else:
-        out.write(render(findings, fmt, unsafe_fixes=settings.unsafe_fixes, show_fixes=show_fixes,
-                         rules=rule_metadata(), tool_version=__version__))
-    if not quiet and fmt in ("concise", "full") and (findings or fixed or not had_errors):
+        _write(_render(findings, fmt, settings, show_fixes=show_fixes), output_file, out)
+    # The errors above already say it all when no file could be checked.
+    checked = any(r.error is None for r in reports)
+    if not quiet and fmt in ("concise", "full") and (checked or not errors):
         fixable = sum(1 for f in findings if f.fixable(settings.unsafe_fixes))
         hidden = 0 if settings.unsafe_fixes else sum(1 for f in findings if f.fix_applicability is not None and not f.fixable(False))
         needs_unsafe = any(f.fixable(True) and not f.fixable(False) for f in findings) and settings.unsafe_fixes
         command = "amp-lint fix --unsafe-fixes" if needs_unsafe else "amp-lint fix"
-        click.echo(render_summary(len(findings), fixable, fixed, unsafe_hidden=hidden, fix_command=command).rstrip("\n"),
-                   err=True)
-    if had_errors:
+        summary = render_summary(len(findings), fixable, fixed, unsafe_hidden=hidden, fix_command=command,
+                                 not_checked=errors, skipped=skipped)
+        click.echo(summary.rstrip("\n"), err=True)
+    if errors:
         return EXIT_ERROR
     if exit_zero or not findings:
         return EXIT_CLEAN
     return EXIT_FINDINGS
+
+
+def _add_noqa(reports: List[FileReport], *, had_errors: bool, quiet: bool) -> int:
+    """Write ``# noqa`` directives for every finding of ``reports`` (except syntax errors)."""
+    from amp_lint.add_noqa import add_noqa
+    from amp_lint.discovery import PYTHON_SUFFIXES
+    from amp_lint.engine.linter import SYNTAX_ERROR_CODE
+    from amp_lint.source import SourceError, read_source, write_atomic
+
+    added = 0
+    failed = had_errors
+    for report in reports:
+        rows: Dict[int, set] = {}
+        for finding in report.findings:
+            if finding.code != SYNTAX_ERROR_CODE:
+                rows.setdefault(finding.noqa_row or finding.location.row, set()).add(finding.code)
+        if not rows:
+            continue
+        if not report.path.endswith(PYTHON_SUFFIXES):
+            _warn(f"{report.path}: --add-noqa edits only .py and .pyi files")
+            continue
+        try:
+            source = read_source(report.path)
+            edit = add_noqa(source.text, rows)
+            if edit.added:
+                write_atomic(report.path, source.encode(edit.text))
+        except (SourceError, OSError) as exc:
+            click.echo(f"amp-lint: error: {report.path}: cannot add noqa directives: {exc}", err=True)
+            failed = True
+            continue
+        added += edit.added
+        for row, reason in edit.left:
+            _warn(f"{report.path}:{row}: no noqa directive added: {reason}")
+    if not quiet:
+        click.echo(f"Added {added} noqa directive{'' if added == 1 else 's'}.", err=True)
+    return EXIT_ERROR if failed else EXIT_CLEAN
+
+
+def _settings_text(settings: "Settings", config_path: Optional[Path], selection, fmt: str, paths: Sequence[str],
+                   stdin_filename: Optional[str]) -> str:
+    """``--show-settings``: the resolved settings, as TOML-like ``key = value`` lines."""
+    import json
+
+    from amp_lint.cache import CACHE_DIR_NAME
+
+    first = stdin_filename if paths == ["-"] and stdin_filename else paths[0]
+    from amp_lint.engine.linter import SYNTAX_ERROR_CODE
+
+    enabled = ([SYNTAX_ERROR_CODE] if selection.syntax_errors else []) + [rule.code for rule in selection.rules]
+
+    def value(v: object) -> str:
+        return json.dumps(list(v) if isinstance(v, tuple) else v)
+
+    per_file = ", ".join(f"{json.dumps(pattern)} = {value(codes)}" for pattern, codes in settings.per_file_ignores)
+    rows = [
+        ("enabled-rules", enabled),
+        ("select", settings.select),
+        ("extend-select", settings.extend_select),
+        ("ignore", settings.ignore),
+        ("per-file-ignores", None),
+        ("exclude", settings.exclude),
+        ("extend-exclude", settings.extend_exclude),
+        ("unsafe-fixes", settings.unsafe_fixes),
+        ("preview", settings.preview),
+        ("torch-version", settings.torch_version),
+        ("device", settings.device),
+        ("min-dim", settings.min_dim),
+        ("output-format", fmt),
+        ("cache-dir", os.path.join(os.path.abspath(settings.project_root), CACHE_DIR_NAME)),
+    ]
+    lines = [
+        f"Resolved settings for: {json.dumps(first if first == '-' else os.path.abspath(first))}",
+        f"Settings path: {json.dumps(str(config_path.resolve())) if config_path else 'none (defaults)'}",
+        f"Project root: {json.dumps(os.path.abspath(settings.project_root))}",
+        "",
+    ]
+    for key, val in rows:
+        lines.append(f"{key} = {{{per_file}}}" if key == "per-file-ignores" else f"{key} = {value(val)}")
+    return "\n".join(lines) + "\n"
 
 
 @main.command("rule")
@@ -227,14 +409,44 @@ def _report(reports: List[FileReport], fmt: str, settings: Settings, *, statisti
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text")
 def rule_command(code: Optional[str], show_all: bool, output_format: str) -> None:
     """Explain a rule (by code or name), or all rules with --all."""
+    import json
+
+    from amp_lint.data.catalog import CATALOG_BY_CODE
+    from amp_lint.docs import SYNTAX_ERROR_PAGE
+    from amp_lint.engine.linter import SYNTAX_ERROR_CODE, SYNTAX_ERROR_NAME
+    from amp_lint.rules import ALL_RULES, RESERVED_CODES, rule_for
+
     if show_all == bool(code):
         raise _fail("give a rule code (e.g. AMP301) or --all")
-    try:
-        rules = list(ALL_RULES) if show_all else [rule_for(code or "")]
-    except KeyError:
-        raise _fail(f"unknown rule {code!r}")
-    if output_format == "json":
-        data = [
+    syntax = {
+        "code": SYNTAX_ERROR_CODE, "name": SYNTAX_ERROR_NAME, "severity": "error",
+        "summary": "File that does not parse as Python", "fix": "none", "default_enabled": True,
+        "explanation": SYNTAX_ERROR_PAGE,
+    }
+    key = (code or "").strip()
+    reserved = [CATALOG_BY_CODE[c] for c in RESERVED_CODES if key.upper() == c or key == CATALOG_BY_CODE[c].name]
+    if not show_all and reserved:
+        entry = reserved[0]
+        text = (f"{entry.code} ({entry.name}) is reserved for a planned rule that is not implemented yet; "
+                f"selecting it is allowed and reports nothing.")
+        if output_format == "json":
+            click.echo(json.dumps({"code": entry.code, "name": entry.name, "reserved": True, "explanation": text},
+                                  indent=2))
+        else:
+            click.echo(text)
+        sys.exit(EXIT_CLEAN)
+    if show_all:
+        data = [syntax]
+    elif key.upper() == SYNTAX_ERROR_CODE or key == SYNTAX_ERROR_NAME:
+        data = [syntax]
+    else:
+        data = []
+    if show_all or not data:
+        try:
+            rules = list(ALL_RULES) if show_all else [rule_for(key)]
+        except KeyError:
+            raise _fail(f"unknown rule {code!r}")
+        data += [
             {
                 "code": r.code,
                 "name": r.name,
@@ -246,9 +458,10 @@ def rule_command(code: Optional[str], show_all: bool, output_format: str) -> Non
             }
             for r in rules
         ]
+    if output_format == "json":
         click.echo(json.dumps(data if show_all else data[0], indent=2))
     else:
-        click.echo("\n".join(r.render_docs() for r in rules), nl=False)
+        click.echo("\n".join(d["explanation"] for d in data), nl=False)
     sys.exit(EXIT_CLEAN)
 
 

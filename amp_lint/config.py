@@ -133,6 +133,32 @@ def _known_codes() -> Tuple[Dict[str, bool], Tuple[str, ...]]:
     return known, tuple(RESERVED_CODES)
 
 
+def reserved_selector_warnings(selectors: Iterable[str]) -> List[str]:
+    """One message per selector that matches only reserved codes (planned rules): it is valid,
+    but selects or ignores nothing yet. Unknown selectors are left to the validation."""
+    known, reserved = _known_codes()
+    out: List[str] = []
+    for selector in selectors:
+        sel = selector.strip().upper()
+        if not sel or sel == "ALL" or any(code.startswith(sel) for code in known):
+            continue
+        matched = [code for code in reserved if code.startswith(sel)]
+        if not matched:
+            continue
+        if matched == [sel]:
+            from amp_lint.data.catalog import CATALOG_BY_CODE
+
+            entry = CATALOG_BY_CODE.get(sel)
+            name = f" ({entry.name})" if entry else ""
+            message = f"{sel}{name} is reserved for a planned rule that is not implemented yet; it has no effect"
+        else:
+            message = (f"{sel} matches only reserved codes ({', '.join(matched)}) of planned rules that are not "
+                       f"implemented yet; it has no effect")
+        if message not in out:
+            out.append(message)
+    return out
+
+
 def with_cli_selection(settings: Settings, select: Sequence[str] = (), extend_select: Sequence[str] = (),
                        ignore: Sequence[str] = ()) -> Settings:
     """``settings`` with the command line's selectors applied on top, as ruff layers them.

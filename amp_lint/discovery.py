@@ -1,6 +1,12 @@
-"""Finding the Python files to check: directory walks honour .gitignore and excludes."""
+"""Finding the Python files to check: directory walks honour .gitignore and excludes.
+
+Nothing is passed over silently: a Python-named entry that cannot be checked (a dangling
+symlink, a symlink loop, something that is not a regular file) is reported as skipped with its
+reason, and a directory that cannot be listed is an error.
+"""
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
 import re
@@ -166,16 +172,44 @@ def is_excluded(path: Path, patterns: Sequence[str], root: Path) -> bool:
     return False
 
 
+def link_problem(path: str, exc: Optional[OSError] = None) -> Optional[str]:
+    """Why the symlink at ``path`` cannot be followed (dangling or a loop), or None."""
+    if not os.path.islink(path):
+        return None
+    if exc is None:
+        try:
+            os.stat(path)
+            return None
+        except OSError as error:
+            exc = error
+    if exc.errno == errno.ELOOP:
+        return "symlink loop"
+    if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+        try:
+            target = os.readlink(path)
+        except OSError:
+            return "dangling symlink"
+        return f"dangling symlink to {target!r}"
+    return f"unreadable symlink: {exc.strerror or exc}"
+
+
 def discover(paths: Sequence[str], excludes: Sequence[str], root: Path,
-             force_exclude: bool = False) -> Tuple[List[str], List[Tuple[str, str]]]:
-    """(files to check, [(path, error)]) for the given paths, in a stable order."""
+             force_exclude: bool = False,
+             skipped: Optional[List[Tuple[str, str]]] = None) -> Tuple[List[str], List[Tuple[str, str]]]:
+    """(files to check, [(path, error)]) for the given paths, in a stable order.
+
+    ``skipped``, when given, receives ``(path, reason)`` for the Python-named entries found
+    while walking directories that cannot be checked (dangling symlinks, symlink loops,
+    non-regular files); a path given explicitly that cannot be checked is an error instead.
+    """
     files: List[str] = []
     errors: List[Tuple[str, str]] = []
+    passed_over: List[Tuple[str, str]] = skipped if skipped is not None else []
     seen = set()
     for raw in paths:
         path = Path(raw)
         if not path.exists():
-            errors.append((raw, "No such file or directory"))
+            errors.append((raw, link_problem(raw) or "No such file or directory"))
             continue
         if force_exclude and is_excluded(path, excludes, root):
             continue
@@ -185,7 +219,10 @@ def discover(paths: Sequence[str], excludes: Sequence[str], root: Path,
                 seen.add(key)
                 files.append(raw)
             continue
-        for found in _walk(path, excludes, root):
+        if not path.is_dir():
+            errors.append((raw, "not a regular file or directory"))
+            continue
+        for found in _walk(path, excludes, root, passed_over, errors):
             key = os.path.normpath(found)
             if key not in seen:
                 seen.add(key)
@@ -193,10 +230,12 @@ def discover(paths: Sequence[str], excludes: Sequence[str], root: Path,
     return files, errors
 
 
-def _walk(top: Path, excludes: Sequence[str], root: Path) -> Iterator[str]:
+def _walk(top: Path, excludes: Sequence[str], root: Path, skipped: Optional[List[Tuple[str, str]]] = None,
+          errors: Optional[List[Tuple[str, str]]] = None) -> Iterator[str]:
     """Python files below ``top``. ``top`` itself was given explicitly and is never excluded;
     below it, each entry is matched by its own name (and path) against the excludes and the
-    .gitignore files of ``top``'s repository, from the repository root down."""
+    .gitignore files of ``top``'s repository, from the repository root down. Python-named
+    entries that cannot be checked go to ``skipped``, unlistable directories to ``errors``."""
     top_abs = _absolute(top)
     root_abs = _absolute(root)
     ignores: List[GitIgnore] = []
@@ -243,21 +282,32 @@ def _walk(top: Path, excludes: Sequence[str], root: Path) -> Iterator[str]:
             ignores.append(ignore)
         try:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
-        except OSError:
+        except OSError as exc:
+            if errors is not None:
+                errors.append((os.path.normpath(str(directory)), f"cannot list directory: {exc.strerror or exc}"))
             entries = []
         for entry in entries:
             child_abs = directory_abs / entry.name
             try:
                 is_dir = entry.is_dir(follow_symlinks=False)
-                is_file = not is_dir and entry.is_file()
             except OSError:
-                continue
+                is_dir = False
             if excluded(child_abs) or ignored(child_abs, is_dir):
                 continue
             if is_dir:
                 yield from walk(Path(entry.path), child_abs)
-            elif is_file and entry.name.endswith(PYTHON_SUFFIXES):
+                continue
+            if not entry.name.endswith(PYTHON_SUFFIXES):
+                continue
+            try:
+                is_file = entry.is_file()
+                problem = None if is_file else link_problem(entry.path)
+            except OSError as exc:
+                is_file, problem = False, link_problem(entry.path, exc) or f"cannot read: {exc.strerror or exc}"
+            if is_file:
                 yield os.path.normpath(entry.path)
+            elif skipped is not None and not (entry.is_symlink() and os.path.isdir(entry.path)):
+                skipped.append((os.path.normpath(entry.path), problem or "not a regular file"))
         if ignore is not None:
             ignores.remove(ignore)
 

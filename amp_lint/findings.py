@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 
 class Severity(str, Enum):
@@ -16,6 +16,22 @@ class Severity(str, Enum):
     WARNING = "warning"
     PERF = "perf"
     MIGRATION = "migration"
+
+    @property
+    def level(self) -> str:
+        """The level every format with levels shows: ``error``, ``warning`` or ``note``."""
+        return LEVELS[self]
+
+
+#: The one severity -> level mapping, shared by every output format that has levels (SARIF's
+#: ``level``; GitHub annotations, which spell ``note`` as ``notice``). A deprecated API warns at
+#: run time and will break, so ``migration`` is a warning; ``perf`` is advice, a note.
+LEVELS: Dict[Severity, str] = {
+    Severity.ERROR: "error",
+    Severity.WARNING: "warning",
+    Severity.MIGRATION: "warning",
+    Severity.PERF: "note",
+}
 
 
 class Applicability(str, Enum):

@@ -63,7 +63,8 @@ class Selection:
         known = {SYNTAX_ERROR_CODE: True}
         known.update({rule.code: rule.default_enabled for rule in ALL_RULES})
         codes = set(enabled_codes(known, settings.select, settings.extend_select, settings.ignore, RESERVED_CODES))
-        return cls(settings, [r for r in ALL_RULES if r.code in codes], SYNTAX_ERROR_CODE in codes)
+        rules = [r for r in ALL_RULES if r.code in codes and (settings.preview or not r.preview)]
+        return cls(settings, rules, SYNTAX_ERROR_CODE in codes)
 
     def for_path(self, relpath: str) -> "tuple[List[Type[Rule]], bool]":
         ignored = ignored_for_path(self.settings, relpath)

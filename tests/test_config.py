@@ -119,22 +119,20 @@ def test_unsafe_fixes_key(project: Path) -> None:
     assert "VOCAB = 50304" in (project / "layers.py").read_text()
 
 
-def test_torch_version_gates_the_grad_scaler_fix(project: Path) -> None:
-    write_config(project, 'select = ["AMP501"]\ntorch-version = "2.2"\n')
-    r = amp("check", "a.py")
-    assert r.lines[0] == (
-        "a.py:3:10: AMP501 `torch.cuda.amp.GradScaler` is deprecated since torch 2.4; use `torch.amp.GradScaler` "
-        "(needs torch >= 2.3; configured torch-version is 2.2)"
-    )
-    assert r.lines[1].startswith("a.py:4:6: AMP501 [*] ")  # torch.amp.autocast exists in 2.2
-    r = amp("fix", "a.py")
-    assert r.code == 1
-    text = (project / "a.py").read_text()
-    assert "scaler = torch.cuda.amp.GradScaler()" in text
-    assert 'with torch.amp.autocast("cuda"):' in text
-    write_config(project, 'select = ["AMP501"]\ntorch-version = "2.3"\n')
+def test_torch_version_below_the_deprecation_reports_nothing(project: Path) -> None:
+    """torch.cuda.amp warns from torch 2.4 on: for an older target there is nothing to migrate."""
+    before = (project / "a.py").read_text()
+    for version in ("2.2", "2.3"):
+        write_config(project, f'select = ["AMP501"]\ntorch-version = "{version}"\n')
+        r = amp("check", "a.py")
+        assert (r.code, r.out) == (0, ""), version
+        assert amp("fix", "a.py").code == 0
+        assert (project / "a.py").read_text() == before
+    write_config(project, 'select = ["AMP501"]\ntorch-version = "2.4"\n')
+    assert amp("check", "a.py").code == 1
     assert amp("fix", "a.py").code == 0
-    assert 'scaler = torch.amp.GradScaler("cuda")' in (project / "a.py").read_text()
+    text = (project / "a.py").read_text()
+    assert 'scaler = torch.amp.GradScaler("cuda")' in text and 'with torch.amp.autocast("cuda"):' in text
 
 
 def test_torch_version_default_is_2_4(project: Path) -> None:

@@ -7,6 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.runtime  # runs the legacy script and its fixed version under torch
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "fixtures" / "deprecated" / "legacy_amp_train.py"
 EXPECTED = ROOT / "fixtures" / "deprecated" / "expected" / "legacy_amp_train.py"

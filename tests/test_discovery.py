@@ -226,3 +226,22 @@ def test_discover_reports_missing_paths(tmp_path: Path) -> None:
     files, errors = discover([str(tmp_path / "a.py"), str(tmp_path / "nope.py")], DEFAULT_EXCLUDES, tmp_path)
     assert files == [str(tmp_path / "a.py")]
     assert errors == [(str(tmp_path / "nope.py"), "No such file or directory")]
+
+
+def test_discover_names_what_it_skips(tmp_path: Path) -> None:
+    make(tmp_path, ["a.py"])
+    os.symlink("gone.py", tmp_path / "dangling.py")
+    os.symlink("self.py", tmp_path / "self.py")  # a loop of one
+    os.mkfifo(tmp_path / "pipe.py")
+    os.symlink(tmp_path, tmp_path / "dir_link.py", target_is_directory=True)  # directory links are not followed
+    skipped: list = []
+    files, errors = discover([str(tmp_path)], DEFAULT_EXCLUDES, tmp_path, skipped=skipped)
+    assert files == [str(tmp_path / "a.py")] and errors == []
+    assert skipped == [
+        (str(tmp_path / "dangling.py"), "dangling symlink to 'gone.py'"),
+        (str(tmp_path / "pipe.py"), "not a regular file"),
+        (str(tmp_path / "self.py"), "symlink loop"),
+    ]
+    files, errors = discover([str(tmp_path / "self.py"), str(tmp_path / "pipe.py")], DEFAULT_EXCLUDES, tmp_path)
+    assert files == [] and errors == [(str(tmp_path / "self.py"), "symlink loop"),
+                                      (str(tmp_path / "pipe.py"), "not a regular file or directory")]

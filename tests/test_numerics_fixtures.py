@@ -18,8 +18,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("torch")
-
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "numerics"
 CASES = sorted(p for p in FIXTURES.glob("AMP*.py") if re.match(r"AMP(20[1-4]|30[1-3])_", p.name))
@@ -48,8 +46,9 @@ def _rel(a: float, b: float) -> float:
     return abs(a - b) / max(abs(b), 1e-6)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def references():
+    """The float32 result of each script, run once per session."""
     cache = {}
 
     def get(script: Path) -> float:
@@ -67,6 +66,7 @@ def test_every_numerics_rule_has_a_fixture():
     assert codes == {"AMP201", "AMP202", "AMP203", "AMP204", "AMP301", "AMP302", "AMP303"}
 
 
+@pytest.mark.runtime
 @pytest.mark.parametrize("script", CASES, ids=lambda p: p.stem)
 def test_fixture_shows_hazard_and_fix_repairs_it(script: Path, tmp_path: Path, references):
     code = script.name[:6]

@@ -70,6 +70,7 @@ def _try_repo(project: Path, repo: Path, env: Dict[str, str]) -> subprocess.Comp
     )
 
 
+@pytest.mark.runtime  # installs this repository into pre-commit's own virtualenv and runs the hooks
 def test_pre_commit_try_repo(tmp_path: Path) -> None:
     pytest.importorskip("pre_commit")
     if shutil.which("git") is None:

@@ -2,19 +2,17 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
+import os
 from typing import Optional
 
 import pytest
 
-from amp_lint.findings import Applicability, Edit, Finding, Fix, Location, Severity
+from amp_lint.findings import LEVELS, Applicability, Edit, Finding, Fix, Location, Severity
 from amp_lint.reporters import FORMATS, RuleMeta, render, render_statistics, render_summary
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-SCHEMA = Path(
-    os.environ.get("AMP_LINT_SARIF_SCHEMA", SHARED / "schemas" / "sarif-schema-2.1.0.json")
-)
+#: The official SARIF 2.1.0 schema, vendored (see tests/data/README.md).
+SCHEMA = Path(__file__).resolve().parent / "data" / "sarif-schema-2.1.0.json"
 JSON_KEYS = {
     "code", "message", "filename", "location", "end_location", "fix", "noqa_row", "url",
     "name", "severity", "precision_context", "confidence",
@@ -196,7 +194,7 @@ def test_json_keys_values_and_fix() -> None:
     assert model == {
         "code": "AMP301",
         "message": "`-1e9` overflows float16 (max 65504)",
-        "filename": "model.py",
+        "filename": os.path.abspath("model.py"),  # absolute, as ruff writes it
         "location": {"row": 3, "column": 14},
         "end_location": {"row": 3, "column": 44},
         "fix": {
@@ -220,6 +218,12 @@ def test_json_keys_values_and_fix() -> None:
     assert model["url"].endswith("/AMP301.md")
     assert train["fix"]["applicability"] == "safe"
     assert set(train["fix"]) == {"applicability", "message", "edits"}
+
+
+def test_json_filename_is_absolute_except_stdin(tmp_path: Path) -> None:
+    absolute = str(tmp_path / "pkg" / "m.py")
+    rows = json.loads(render([make(filename=absolute), make(filename="-"), make(filename="rel/x.py")], "json"))
+    assert sorted(r["filename"] for r in rows) == sorted(["-", os.path.abspath("rel/x.py"), absolute])
 
 
 def test_json_fix_null_when_only_title() -> None:
@@ -251,7 +255,7 @@ def test_json_lines_one_compact_object_per_line() -> None:
 def test_github_error_and_warning_commands() -> None:
     out = render([overflow(), perf()], "github").splitlines()
     assert out == [
-        "::warning title=amp-lint (AMP401),file=lm.py,line=7,col=21,endLine=8,endColumn=9::"
+        "::notice title=amp-lint (AMP401),file=lm.py,line=7,col=21,endLine=8,endColumn=9::"
         "lm.py:7:21: AMP401 vocab 50257 is not a multiple of 8; pad to 50304",
         "::error title=amp-lint (AMP301),file=model.py,line=3,col=14,endLine=3,endColumn=44::"
         "model.py:3:14: AMP301 `-1e9` overflows float16 (max 65504)",
@@ -260,10 +264,25 @@ def test_github_error_and_warning_commands() -> None:
 
 @pytest.mark.parametrize(
     "severity,command",
-    [(Severity.ERROR, "error"), (Severity.WARNING, "warning"), (Severity.MIGRATION, "warning")],
+    [(Severity.ERROR, "error"), (Severity.WARNING, "warning"), (Severity.MIGRATION, "warning"),
+     (Severity.PERF, "notice")],
 )
 def test_github_severity(severity: Severity, command: str) -> None:
     assert render([make(severity=severity)], "github").startswith(f"::{command} title=")
+
+
+@pytest.mark.parametrize("severity", list(Severity))
+def test_one_severity_mapping_for_every_format(severity: Severity) -> None:
+    """GitHub annotations and SARIF show the same level for a severity: the one LEVELS table."""
+    level = LEVELS[severity]
+    assert level in ("error", "warning", "note") and severity.level == level
+    github_level = render([make(severity=severity)], "github").split()[0].lstrip(":")
+    assert {"notice": "note"}.get(github_level, github_level) == level
+    log = json.loads(render([make(severity=severity)], "sarif"))
+    assert log["runs"][0]["results"][0]["level"] == level
+    rule = RuleMeta("AMP301", "fp16-overflowing-constant", severity.value, "s", "u")
+    log = json.loads(render([make(severity=severity)], "sarif", rules={"AMP301": rule}))
+    assert log["runs"][0]["tool"]["driver"]["rules"][0]["defaultConfiguration"]["level"] == level
 
 
 def test_github_escapes_data_and_properties() -> None:
@@ -281,9 +300,8 @@ def test_github_escapes_data_and_properties() -> None:
 @pytest.fixture(scope="module")
 def sarif_validator():
     """A validator for the official SARIF 2.1.0 schema."""
-    jsonschema = pytest.importorskip("jsonschema")
-    if not SCHEMA.is_file():
-        pytest.skip(f"SARIF schema not found at {SCHEMA}")
+    import jsonschema
+
     schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
@@ -365,9 +383,29 @@ def test_sarif_empty_and_special_messages_valid(sarif_validator) -> None:
     log = json.loads(render([odd], "sarif"))
     assert not list(sarif_validator.iter_errors(log))
     result = log["runs"][0]["results"][0]
-    assert result["message"]["text"] == "100% bad\nreally" and result["level"] == "note"
+    assert result["message"]["text"] == "100% bad\nreally" and result["level"] == "warning"
     location = result["locations"][0]["physicalLocation"]
     assert location["artifactLocation"]["uri"] == "file:///C:/work/a.py"
+
+
+def test_sarif_base_uri(sarif_validator, tmp_path: Path) -> None:
+    """With the project root, files below it are relative to %SRCROOT%; files outside stay absolute."""
+    root = tmp_path / "proj"
+    inside = overflow(filename=str(root / "pkg" / "model.py"))
+    outside = perf(filename=str(tmp_path / "elsewhere" / "lm.py"))
+    log = json.loads(render([inside, outside], "sarif", root=str(root)))
+    assert not list(sarif_validator.iter_errors(log))
+    run = log["runs"][0]
+    assert run["originalUriBaseIds"] == {"%SRCROOT%": {"uri": root.as_uri() + "/"}}
+    locations = {r["ruleId"]: r["locations"][0]["physicalLocation"]["artifactLocation"] for r in run["results"]}
+    assert locations["AMP301"] == {"uri": "pkg/model.py", "uriBaseId": "%SRCROOT%"}
+    assert locations["AMP401"] == {"uri": (tmp_path / "elsewhere" / "lm.py").as_uri()}
+    fix_location = run["results"][1]["fixes"][0]["artifactChanges"][0]["artifactLocation"]
+    assert fix_location == locations["AMP301"]
+    # A relative filename is relative to the working directory, like the paths amp-lint is given.
+    relative = json.loads(render([make(filename="model.py")], "sarif", root=os.getcwd()))
+    assert relative["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"] == {
+        "uri": "model.py", "uriBaseId": "%SRCROOT%"}
 
 
 def test_sarif_level_for_warning() -> None:
@@ -419,10 +457,32 @@ def test_statistics_rule_partly_fixable_is_unmarked() -> None:
     ]
 
 
+def test_statistics_json_has_rufs_keys() -> None:
+    findings = [overflow() for _ in range(3)] + [scaler(), scaler(edits=(), applicability=None), perf()]
+    rows = json.loads(render_statistics(findings, fmt="json"))
+    assert rows == [
+        {"code": "AMP301", "name": "fp16-overflowing-constant", "count": 3, "fixable": False, "fixable_count": 0},
+        {"code": "AMP104", "name": "clip-before-unscale", "count": 2, "fixable": False, "fixable_count": 1},
+        {"code": "AMP401", "name": "unpadded-vocab", "count": 1, "fixable": False, "fixable_count": 0},
+    ]
+    unsafe = json.loads(render_statistics(findings, fmt="json", unsafe_fixes=True))
+    assert unsafe[0]["fixable"] is True and unsafe[0]["fixable_count"] == 3
+    lines = render_statistics(findings, fmt="json-lines").splitlines()
+    assert [json.loads(line) for line in lines] == rows
+    assert json.loads(render_statistics([], fmt="json")) == []
+    with pytest.raises(ValueError, match="--statistics supports"):
+        render_statistics(findings, fmt="sarif")
+
+
 @pytest.mark.parametrize(
     "args,kwargs,expected",
     [
         ((0, 0), {}, "All checks passed!\n"),
+        ((0, 0), {"not_checked": 1}, "No findings; 1 file could not be checked (see above).\n"),
+        ((2, 1), {"not_checked": 2, "skipped": 1},
+         "Found 2 findings; 2 files could not be checked, 1 path skipped (see above).\n"
+         "[*] 1 fixable with `amp-lint fix`.\n"),
+        ((1, 0, 1), {"skipped": 3}, "Found 2 findings (1 fixed, 1 remaining); 3 paths skipped (see above).\n"),
         ((1, 0), {}, "Found 1 finding.\n"),
         ((3, 2), {}, "Found 3 findings.\n[*] 2 fixable with `amp-lint fix`.\n"),
         (

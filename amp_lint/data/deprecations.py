@@ -2,7 +2,8 @@
 
 Sources: torch 2.13 ``torch/cuda/amp/*.py`` and ``torch/cpu/amp/*.py`` (FutureWarning texts, old
 signatures); availability of the replacements from release behaviour: ``torch.amp.GradScaler``
-since 2.3, ``torch.amp.custom_fwd/custom_bwd(device_type=...)`` since 2.4 (op-precision.md §4).
+since 2.3, ``torch.amp.custom_fwd/custom_bwd(device_type=...)`` since 2.4 (their docstrings in
+torch/amp/grad_scaler.py and torch/amp/autocast_mode.py; https://pytorch.org/docs/stable/amp.html).
 """
 from __future__ import annotations
 
@@ -44,6 +45,21 @@ for _name in ("custom_fwd", "custom_bwd"):
 
 #: Modules whose import alone is deprecated (reported when nothing else in the file uses them).
 DEPRECATED_AMP_MODULES = ("torch.cuda.amp", "torch.cpu.amp")
+
+#: The first torch release in which any of the above warns: below it AMP501 reports nothing.
+DEPRECATIONS_SINCE = min((d.deprecated_since for d in DEPRECATED_AMP_APIS.values()),
+                         key=lambda v: tuple(int(p) for p in v.split(".")))
+
+#: Modules of the replacement API: a ``try`` body importing from them is new-API code.
+AMP_REPLACEMENT_MODULES = ("torch.amp", "torch.amp.autocast_mode", "torch.amp.grad_scaler")
+
+#: What a missing or changed API raises on old torch (``torch.amp.GradScaler`` missing: AttributeError;
+#: ``custom_fwd(device_type=...)`` unknown: TypeError; ``from torch.amp import ...``: ImportError).
+#: An ``except`` branch catching one of these (or everything) after a ``try`` that uses the new API
+#: is a compatibility fallback, which AMP501 leaves alone.
+COMPAT_FALLBACK_EXCEPTIONS = frozenset({
+    "ImportError", "ModuleNotFoundError", "AttributeError", "TypeError", "Exception", "BaseException",
+})
 
 #: apex mixed-precision entry points, removed from NVIDIA/apex in commit cb65b8ed (2025-05-08).
 APEX_AMP_APIS: Dict[str, str] = {

@@ -1,6 +1,9 @@
-"""Tensor Core alignment facts (op-precision.md §11, NVIDIA "Matrix Multiplication Background",
-PyTorch Performance Tuning Guide): fp16/bf16 GEMM dims want multiples of 8 elements (16 bytes);
-multiples of 64 are best on A100 and are what nanoGPT pads its vocabulary to."""
+"""Tensor Core alignment facts (NVIDIA "Matrix Multiplication Background User's Guide",
+https://docs.nvidia.com/deeplearning/performance/dl-performance-matrix-multiplication/index.html,
+section Tensor Core Requirements; PyTorch Performance Tuning Guide,
+https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html): fp16/bf16 GEMM dims want
+multiples of 8 elements (16 bytes); multiples of 64 are best on A100 and are what nanoGPT pads its
+vocabulary to."""
 
 ALIGNMENT = 8
 SUGGESTED_VOCAB_MULTIPLE = 64

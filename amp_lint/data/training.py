@@ -95,8 +95,8 @@ APEX_OPT_LEVELS: Dict[str, Optional[str]] = {"O0": None, "O1": "float16", "O2": 
 CPU_FP16_AUTOCAST_TRAINING_UNSUPPORTED: FrozenSet[str] = frozenset({"torch.nn.LSTM"})
 
 #: Ops that CUDA (and XPU) autocast refuses: "torch.nn.functional.binary_cross_entropy and
-#: torch.nn.BCELoss are unsafe to autocast." (S2 ``binary_cross_entropy_banned``; op-precision.md
-#: §4). A script using them would crash once migrated and run on a GPU.
+#: torch.nn.BCELoss are unsafe to autocast." (pytorch/pytorch
+#: ``aten/src/ATen/autocast_mode.cpp``, ``binary_cross_entropy_banned``). A script using them would crash once migrated and run on a GPU.
 AUTOCAST_BANNED: FrozenSet[str] = frozenset({
     "torch.nn.functional.binary_cross_entropy", "torch.nn.BCELoss", "torch.binary_cross_entropy",
 })

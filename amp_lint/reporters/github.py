@@ -3,7 +3,10 @@ from __future__ import annotations
 
 from typing import List
 
-from amp_lint.findings import Finding, Severity
+from amp_lint.findings import Finding
+
+#: GitHub's workflow command for each level of ``amp_lint.findings.LEVELS``.
+COMMANDS = {"error": "error", "warning": "warning", "note": "notice"}
 
 
 def escape_data(text: str) -> str:
@@ -17,7 +20,7 @@ def escape_property(text: str) -> str:
 
 
 def _line(finding: Finding) -> str:
-    command = "error" if finding.severity is Severity.ERROR else "warning"
+    command = COMMANDS[finding.severity.level]
     start, end = finding.location, finding.end_location
     props = ",".join(
         f"{key}={escape_property(str(value))}"

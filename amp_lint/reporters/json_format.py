@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import Any, Dict, List
 
 from amp_lint.findings import Finding, Location
@@ -9,6 +10,11 @@ from amp_lint.findings import Finding, Location
 
 def _location(loc: Location) -> Dict[str, int]:
     return {"row": loc.row, "column": loc.column}
+
+
+def absolute_filename(filename: str) -> str:
+    """The absolute path, as ruff writes ``filename`` in JSON (stdin, ``-``, stays ``-``)."""
+    return filename if filename == "-" else os.path.abspath(filename)
 
 
 def to_dict(finding: Finding) -> Dict[str, Any]:
@@ -30,7 +36,7 @@ def to_dict(finding: Finding) -> Dict[str, Any]:
     return {
         "code": finding.code,
         "message": finding.message,
-        "filename": finding.filename,
+        "filename": absolute_filename(finding.filename),
         "location": _location(finding.location),
         "end_location": _location(finding.end_location),
         "fix": fix,

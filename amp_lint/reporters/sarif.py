@@ -2,18 +2,20 @@
 from __future__ import annotations
 
 import json
-from pathlib import PurePosixPath, PureWindowsPath
+import os
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 from urllib.parse import quote
 
-from amp_lint.findings import Finding, Fix, Location
+from amp_lint.findings import LEVELS, Finding, Fix, Location, Severity
 
 if TYPE_CHECKING:
     from amp_lint.reporters import RuleMeta
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://github.com/amp-lint/amp-lint"
-LEVELS = {"error": "error", "warning": "warning", "perf": "note", "migration": "note"}
+#: The base id of artifact URIs relative to the project root (as GitHub code scanning expects).
+SRCROOT = "%SRCROOT%"
 
 
 def artifact_uri(filename: str) -> str:
@@ -26,6 +28,30 @@ def artifact_uri(filename: str) -> str:
     return quote(posix, safe="/!$&'()*+,;=@-._~")
 
 
+def root_uri(root: str) -> str:
+    """The file:// URI of a directory, ending in ``/`` (SARIF requires it of a base URI)."""
+    uri = Path(os.path.abspath(root)).as_uri()
+    return uri if uri.endswith("/") else uri + "/"
+
+
+def artifact_location(filename: str, root: Optional[str]) -> Dict[str, str]:
+    """``{"uri": ..., "uriBaseId": "%SRCROOT%"}`` for a file under ``root``, else an absolute URI.
+
+    Without a root (or for stdin, ``-``) the filename is written as given.
+    """
+    if root is None or filename == "-":
+        return {"uri": artifact_uri(filename)}
+    path = os.path.abspath(filename)
+    base = os.path.abspath(root)
+    try:
+        relative = os.path.relpath(path, base)
+    except ValueError:  # another drive on Windows
+        relative = os.pardir
+    if relative == os.pardir or relative.startswith(os.pardir + os.sep) or os.path.isabs(relative):
+        return {"uri": artifact_uri(path)}
+    return {"uri": artifact_uri(relative), "uriBaseId": SRCROOT}
+
+
 def _region(start: Location, end: Location) -> Dict[str, int]:
     return {
         "startLine": start.row,
@@ -35,12 +61,12 @@ def _region(start: Location, end: Location) -> Dict[str, int]:
     }
 
 
-def _fix(fix: Fix, uri: str) -> Dict[str, Any]:
+def _fix(fix: Fix, location: Dict[str, str]) -> Dict[str, Any]:
     return {
         "description": {"text": fix.message},
         "artifactChanges": [
             {
-                "artifactLocation": {"uri": uri},
+                "artifactLocation": dict(location),
                 "replacements": [
                     {
                         "deletedRegion": _region(edit.location, edit.end_location),
@@ -62,21 +88,21 @@ def _rule(code: str, first: Finding, meta: Optional[RuleMeta]) -> Dict[str, Any]
         "name": name,
         "shortDescription": {"text": meta.summary if meta and meta.summary else name},
         "helpUri": meta.url if meta and meta.url else first.url,
-        "defaultConfiguration": {"level": LEVELS.get(severity, "warning")},
+        "defaultConfiguration": {"level": LEVELS[Severity(severity)]},
     }
 
 
-def _result(finding: Finding, rule_index: int) -> Dict[str, Any]:
-    uri = artifact_uri(finding.filename)
+def _result(finding: Finding, rule_index: int, root: Optional[str]) -> Dict[str, Any]:
+    location = artifact_location(finding.filename, root)
     result: Dict[str, Any] = {
         "ruleId": finding.code,
         "ruleIndex": rule_index,
-        "level": LEVELS[finding.severity.value],
+        "level": finding.severity.level,
         "message": {"text": finding.message},
         "locations": [
             {
                 "physicalLocation": {
-                    "artifactLocation": {"uri": uri},
+                    "artifactLocation": dict(location),
                     "region": _region(finding.location, finding.end_location),
                 }
             }
@@ -89,42 +115,45 @@ def _result(finding: Finding, rule_index: int) -> Dict[str, Any]:
         },
     }
     if finding.fix is not None and finding.fix.edits:
-        result["fixes"] = [_fix(finding.fix, uri)]
+        result["fixes"] = [_fix(finding.fix, location)]
     return result
 
 
 def build(
-    findings: List[Finding], *, rules: Optional[Dict[str, RuleMeta]], tool_version: str
+    findings: List[Finding], *, rules: Optional[Dict[str, RuleMeta]], tool_version: str,
+    root: Optional[str] = None,
 ) -> Dict[str, Any]:
-    """The SARIF log as a dict; rules are those present in findings, sorted by code."""
+    """The SARIF log as a dict; rules are those present in findings, sorted by code.
+
+    With ``root`` (the project root), files below it are written relative to the base URI
+    ``%SRCROOT%``, which ``originalUriBaseIds`` defines as ``root``'s file:// URI.
+    """
     first: Dict[str, Finding] = {}
     for finding in findings:
         first.setdefault(finding.code, finding)
     codes = sorted(first)
     index = {code: i for i, code in enumerate(codes)}
-    return {
-        "$schema": SCHEMA_URI,
-        "version": "2.1.0",
-        "runs": [
-            {
-                "tool": {
-                    "driver": {
-                        "name": "amp-lint",
-                        "version": tool_version,
-                        "informationUri": INFORMATION_URI,
-                        "rules": [_rule(c, first[c], (rules or {}).get(c)) for c in codes],
-                    }
-                },
-                "columnKind": "unicodeCodePoints",
-                "results": [_result(f, index[f.code]) for f in findings],
+    run: Dict[str, Any] = {
+        "tool": {
+            "driver": {
+                "name": "amp-lint",
+                "version": tool_version,
+                "informationUri": INFORMATION_URI,
+                "rules": [_rule(c, first[c], (rules or {}).get(c)) for c in codes],
             }
-        ],
+        },
     }
+    if root is not None:
+        run["originalUriBaseIds"] = {SRCROOT: {"uri": root_uri(root)}}
+    run["columnKind"] = "unicodeCodePoints"
+    run["results"] = [_result(f, index[f.code], root) for f in findings]
+    return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
 
 
 def render(
-    findings: List[Finding], *, rules: Optional[Dict[str, RuleMeta]], tool_version: str
+    findings: List[Finding], *, rules: Optional[Dict[str, RuleMeta]], tool_version: str,
+    root: Optional[str] = None,
 ) -> str:
     """Render sorted findings as an indented SARIF document."""
-    log = build(findings, rules=rules, tool_version=tool_version)
+    log = build(findings, rules=rules, tool_version=tool_version, root=root)
     return json.dumps(log, indent=2, ensure_ascii=False) + "\n"

@@ -52,7 +52,14 @@ class SoftmaxInFp16(Rule):
     changes numerics (for the better) and costs memory for the fp32 intermediate.
 
     ## References
-    - op-precision.md sections 5, 7 and 10 (torch 2.13 autocast lists, S1/S2, and CPU runs, E)
+    - PyTorch docs, Autocast Op Reference (softmax and log_softmax autocast to float32 on CUDA; the CPU
+      list leaves them in the input dtype): https://pytorch.org/docs/stable/amp.html#autocast-op-reference
+    - pytorch/pytorch `aten/src/ATen/autocast_mode.h` (CUDA `fp32_set_opt_dtype` list) and
+      `aten/src/ATen/autocast_mode.cpp` (CPU registrations):
+      https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/autocast_mode.h
+      https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/autocast_mode.cpp
+    - Measured with torch 2.13.0 (CPU): under `torch.autocast("cpu", dtype=torch.float16)`, `softmax`
+      and `log_softmax` of a float16 tensor return float16
     - https://pytorch.org/docs/stable/amp.html#autocast-op-reference
     """
     VALID = [

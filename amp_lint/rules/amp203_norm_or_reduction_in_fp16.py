@@ -82,7 +82,15 @@ class NormOrReductionInFp16(Rule):
     statistic becomes correct) and `dtype=torch.float32` makes the result float32.
 
     ## References
-    - op-precision.md sections 1, 3, 5 and 10 (thresholds E; CUDA/CPU autocast lists S1/S2)
+    - PyTorch docs, Autocast Op Reference (`sum`, `cumsum` and norms are on the CUDA fp32 list; `mean`,
+      `var`, `std` are not listed and run in the input dtype):
+      https://pytorch.org/docs/stable/amp.html#autocast-op-reference
+    - pytorch/pytorch `aten/src/ATen/autocast_mode.h` and `aten/src/ATen/autocast_mode.cpp`:
+      https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/autocast_mode.h
+      https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/autocast_mode.cpp
+    - Measured with torch 2.13.0 (CPU): float16 `256 ** 2` is `inf`; `torch.ones(100000).half().sum()`
+      is `inf`; `var` of +-300 in float16 is `inf` while `std` is 300.25; `F.layer_norm` keeps its
+      statistics and `eps` in float32
     """
     VALID = [
         Valid("""

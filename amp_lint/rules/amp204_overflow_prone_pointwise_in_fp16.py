@@ -58,7 +58,12 @@ class OverflowPronePointwiseInFp16(Rule):
     result is float32 from then on.
 
     ## References
-    - op-precision.md section 1 (thresholds, E) and section 5 (exp/pow on the CUDA fp32 list, S1)
+    - PyTorch docs, Autocast Op Reference (`exp` and `pow` autocast to float32 on CUDA):
+      https://pytorch.org/docs/stable/amp.html#autocast-op-reference
+    - pytorch/pytorch `aten/src/ATen/autocast_mode.h` (CUDA fp32 list):
+      https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/autocast_mode.h
+    - Measured with torch 2.13.0 (CPU): float16 `exp([11.0859375, 11.09375])` is `[65248, inf]`;
+      `[255.875, 256] ** 2` is `[65472, inf]` (`torch.finfo(torch.float16).max` is 65504)
     """
     VALID = [
         Valid("""

@@ -14,8 +14,8 @@ from amp_lint.rules.base import Hazard, Invalid, Rule, Valid
 from amp_lint.semantics.facts import Observation
 from amp_lint.semantics.values import BF16, F16, F32, F64, Scalar, Tensor, bits, dtype_label
 
-#: (finfo dtype, filled dtype) pairs whose extreme does not fit (op-precision.md section 1/2).
-#: (finfo of, filled dtype) pairs whose extremes do not fit: the fill raises or becomes inf.
+#: (finfo dtype, filled dtype) pairs whose extreme does not fit (float16 max 65504, bfloat16 max 3.39e38):
+#: the fill raises or becomes inf.
 _OVERFLOWS = {(F32, F16), (F64, F16), (BF16, F16), (F32, BF16), (F64, BF16)}
 
 
@@ -45,7 +45,11 @@ class FillValueFromWrongDtype(Rule):
     dtype in the reported context (`h.dtype`) and is unsafe.
 
     ## References
-    - op-precision.md section 2 (finfo must be taken from the filled tensor; E)
+    - Measured with torch 2.13.0 (CPU): under float16 autocast, `scores = q @ k.T` of float32 inputs is
+      float16, and `scores.masked_fill(m, torch.finfo(q.dtype).min)` raises `RuntimeError: value cannot
+      be converted to type c10::Half without overflow`; `torch.finfo(torch.float32).min` also overflows
+      bfloat16
+    - `torch.finfo`: https://pytorch.org/docs/stable/type_info.html#torch.finfo
     """
     VALID = [
         Valid("""

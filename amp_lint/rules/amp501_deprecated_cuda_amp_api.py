@@ -6,7 +6,10 @@ from typing import Dict, List, Optional, Set
 
 import libcst as cst
 
-from amp_lint.data.deprecations import DEPRECATED_AMP_APIS, DEPRECATED_AMP_MODULES, Deprecation
+from amp_lint.data.deprecations import (
+    AMP_REPLACEMENT_MODULES, COMPAT_FALLBACK_EXCEPTIONS, DEPRECATED_AMP_APIS, DEPRECATED_AMP_MODULES,
+    DEPRECATIONS_SINCE, Deprecation,
+)
 from amp_lint.engine import codegen
 from amp_lint.engine.fixes import CstFix
 from amp_lint.engine.fixing import FixContext, FixPlan
@@ -39,10 +42,18 @@ class DeprecatedCudaAmpApi(Rule):
     `autocast` takes `device_type` first). It is offered only when the configured `torch-version`
     has the replacement (`torch.amp.GradScaler` needs 2.3, `torch.amp.custom_fwd` 2.4). A bare
     reference such as `ac = torch.cuda.amp.autocast` is reported without a fix, since the
-    replacement needs the device argument. Imports left unused by the fix are removed.
+    replacement needs the device argument. Imports left unused by the fix are removed, including
+    `import torch.cuda.amp as amp` once every `amp.` use is rewritten.
+
+    Compatibility code is left alone: a deprecated call, reference or import inside an
+    `except` branch (`ImportError`, `ModuleNotFoundError`, `AttributeError`, `TypeError`, `Exception`
+    or a bare `except`) of a `try` whose body already uses the new `torch.amp` API is the fallback
+    for old torch versions; rewriting it would break exactly the versions it exists for, so it is
+    neither reported nor fixed (nor are uses of a name that such a fallback imports).
 
     ## Options
-    `torch-version` (default "2.4").
+    `torch-version` (default "2.4"): below 2.4 nothing is deprecated yet, so the rule reports
+    nothing; the fixes are also gated on it (see above).
 
     ## References
     - torch 2.13 `torch/cuda/amp/autocast_mode.py`, `torch/cuda/amp/grad_scaler.py` (deprecation warnings)
@@ -71,6 +82,42 @@ class DeprecatedCudaAmpApi(Rule):
         with autocast():
             pass
         """),
+        Valid("""
+        import torch
+        try:
+            scaler = torch.amp.GradScaler("cuda")
+        except (AttributeError, TypeError):  # torch < 2.3
+            scaler = torch.cuda.amp.GradScaler()
+        """),
+        Valid("""
+        import torch
+        try:
+            from torch.amp import custom_fwd
+            fwd = custom_fwd(device_type="cuda")
+        except ImportError:
+            from torch.cuda.amp import custom_fwd as fwd
+
+        class F(torch.autograd.Function):
+            @staticmethod
+            @fwd
+            def forward(ctx, x):
+                return x
+        """),
+        Valid("""
+        import torch
+        try:
+            with torch.autocast(device_type="cuda"):
+                y = model(x)
+        except Exception:
+            with torch.cuda.amp.autocast():
+                y = model(x)
+        """),
+        Valid("""
+        import torch
+        scaler = torch.cuda.amp.GradScaler()
+        with torch.cuda.amp.autocast():
+            pass
+        """, settings={"torch_version": "2.3"}),
     ]
     INVALID = [
         Invalid(
@@ -214,13 +261,51 @@ class DeprecatedCudaAmpApi(Rule):
         Invalid(
             """
             import torch
-            scaler = torch.cuda.amp.GradScaler()
+            try:
+                scaler = make_scaler()
+            except (AttributeError, TypeError):
+                scaler = torch.cuda.amp.GradScaler()
             """,
-            settings={"torch_version": "2.2"},
             expected="""
             import torch
-            scaler = torch.cuda.amp.GradScaler()
+            try:
+                scaler = make_scaler()
+            except (AttributeError, TypeError):
+                scaler = torch.amp.GradScaler("cuda")
             """,
+        ),
+        Invalid(
+            """
+            import torch
+            try:
+                scaler = torch.amp.GradScaler("cuda")
+            except ValueError:
+                scaler = torch.cuda.amp.GradScaler(enabled=False)
+            """,
+            expected="""
+            import torch
+            try:
+                scaler = torch.amp.GradScaler("cuda")
+            except ValueError:
+                scaler = torch.amp.GradScaler("cuda", enabled=False)
+            """,
+        ),
+        Invalid(
+            """
+            import torch.cuda.amp as amp
+
+            scaler = amp.GradScaler()
+            with amp.autocast():
+                pass
+            """,
+            expected="""
+            import torch
+
+            scaler = torch.amp.GradScaler("cuda")
+            with torch.amp.autocast("cuda"):
+                pass
+            """,
+            count=2,
         ),
         Invalid(
             """
@@ -236,17 +321,63 @@ class DeprecatedCudaAmpApi(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self.handled: Set[int] = set()
-        self.imports: List[ast.ImportFrom] = []
+        self.imports: List[ast.AST] = []
         self.loads: Dict[str, int] = {}
+        #: Below the deprecation there is nothing to report (or fix).
+        self.active = ctx.settings.torch_at_least(DEPRECATIONS_SINCE)
+        #: local names bound by imports inside compatibility fallbacks
+        self.fallback_names: Set[str] = set()
+        self._new_api: Dict[int, bool] = {}
 
     def deprecated(self, node: ast.AST) -> Optional[str]:
         """The deprecated API ``node`` stands for in some context it ran in (value-based: a
-        parameter or local named ``autocast`` is not the import)."""
+        parameter or local named ``autocast`` is not the import), unless it is compatibility code
+        or the configured torch predates the deprecation."""
+        if not self.active or self._in_fallback() or self._bound_by_fallback(node):
+            return None
         for obs in self.ctx.observations(node):
             for option in options(obs.value(node)):
-                if isinstance(option, Ext) and option.name in DEPRECATED_AMP_APIS:
+                if isinstance(option, Ext) and option.name in DEPRECATED_AMP_APIS and \
+                        self.ctx.settings.torch_at_least(DEPRECATED_AMP_APIS[option.name].deprecated_since):
                     return option.name
         return None
+
+    # -- compatibility code ------------------------------------------------------------------
+    def _in_fallback(self) -> bool:
+        """Whether the node being visited lies in an ``except`` branch that is a fallback for old
+        torch: it catches what a missing API raises, and its ``try`` body uses the new API."""
+        stack = self.ctx.stack
+        for index in range(len(stack) - 2, 0, -1):
+            handler, owner = stack[index], stack[index - 1]
+            if isinstance(handler, ast.ExceptHandler) and isinstance(owner, ast.Try):
+                if _catches_missing_api(handler) and self._uses_new_api(owner):
+                    return True
+        return False
+
+    def _bound_by_fallback(self, node: ast.AST) -> bool:
+        root = node
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        return isinstance(root, ast.Name) and root.id in self.fallback_names
+
+    def _uses_new_api(self, node: ast.Try) -> bool:
+        known = self._new_api.get(id(node))
+        if known is None:
+            known = self._new_api[id(node)] = any(self._is_new_api(n) for stmt in node.body for n in ast.walk(stmt))
+        return known
+
+    def _is_new_api(self, node: ast.AST) -> bool:
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            if node.module in AMP_REPLACEMENT_MODULES:
+                return True
+            return node.module == "torch" and any(a.name in ("amp", "autocast") for a in node.names)
+        if isinstance(node, (ast.Attribute, ast.Name)):
+            for obs in self.ctx.facts.observations(node, self.ctx.scope):
+                for option in options(obs.value(node)):
+                    if isinstance(option, Ext) and (option.name == "torch.autocast"
+                                                    or option.name.split(".")[:2] == ["torch", "amp"]):
+                        return True
+        return False
 
     # -- calls and decorators --------------------------------------------------------------
     def visit_Call(self, node: ast.Call) -> None:
@@ -263,9 +394,12 @@ class DeprecatedCudaAmpApi(Rule):
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         for target in node.decorator_list:
+            self.ctx.stack.append(target)  # the decorator is what is visited for the fallback check
             if isinstance(target, ast.Call):
+                self.ctx.stack.pop()
                 continue
             qualified = self.deprecated(target)
+            self.ctx.stack.pop()
             if qualified is None:
                 continue
             self.handled.add(id(target))
@@ -309,17 +443,36 @@ class DeprecatedCudaAmpApi(Rule):
     # -- imports -----------------------------------------------------------------------------
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         if node.module and not node.level:
+            self._import(node)
+
+    def visit_Import(self, node: ast.Import) -> None:
+        # ``import torch.cuda.amp as amp``: the alias is deprecated once nothing uses it.
+        if any(alias.asname is not None for alias in node.names):
+            self._import(node)
+
+    def _import(self, node: ast.AST) -> None:
+        if not self.active:
+            return
+        if self._in_fallback():
+            for alias in node.names:  # type: ignore[attr-defined]
+                self.fallback_names.add(alias.asname or alias.name.split(".")[0])
+        else:
             self.imports.append(node)
 
     def finish(self) -> None:
         """Report deprecated imports that nothing in the file uses (after fixes, say)."""
         for stmt in self.imports:
             unused = []
-            for alias in stmt.names:
+            for alias in stmt.names:  # type: ignore[attr-defined]
                 if alias.name == "*":
                     continue
-                qualified = f"{stmt.module}.{alias.name}"
-                local = alias.asname or alias.name
+                if isinstance(stmt, ast.Import):
+                    if alias.asname is None:
+                        continue
+                    qualified, local = alias.name, alias.asname
+                else:
+                    qualified = f"{stmt.module}.{alias.name}"  # type: ignore[attr-defined]
+                    local = alias.asname or alias.name
                 deprecated = qualified in DEPRECATED_AMP_APIS or qualified in DEPRECATED_AMP_MODULES
                 if deprecated and self.loads.get(local, 0) == 0:
                     unused.append((alias, qualified))
@@ -332,9 +485,9 @@ class DeprecatedCudaAmpApi(Rule):
             self.report(stmt, f"Unused import of deprecated {listed}", fix=plan)
 
     @staticmethod
-    def _import_fix(fctx: FixContext, stmt: ast.ImportFrom, names: Set[str]) -> Optional[CstFix]:
+    def _import_fix(fctx: FixContext, stmt: ast.AST, names: Set[str]) -> Optional[CstFix]:
         node = fctx.node(stmt)
-        if not isinstance(node, cst.ImportFrom) or isinstance(node.names, cst.ImportStar):
+        if not isinstance(node, (cst.Import, cst.ImportFrom)) or isinstance(node.names, cst.ImportStar):
             return None
         keep = [a for a in node.names if cst.Module([]).code_for_node(a.name) not in names]
         fix = CstFix("Remove the unused deprecated import", Applicability.SAFE)
@@ -346,7 +499,7 @@ class DeprecatedCudaAmpApi(Rule):
             return fix
         keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         new = node.with_changes(names=keep)
-        if len(keep) == 1 and node.lpar:
+        if len(keep) == 1 and isinstance(node, cst.ImportFrom) and node.lpar:
             new = new.with_changes(lpar=None, rpar=None)
         fix.replace(node, new)
         return fix
@@ -423,3 +576,14 @@ class DeprecatedCudaAmpApi(Rule):
             replacements=[(node, new)],
             add_imports=(needed_import,) if needed_import else (),
         )
+
+
+def _catches_missing_api(handler: ast.ExceptHandler) -> bool:
+    if handler.type is None:
+        return True  # a bare ``except:``
+    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    for value in types:
+        name = value.attr if isinstance(value, ast.Attribute) else getattr(value, "id", None)
+        if name in COMPAT_FALLBACK_EXCEPTIONS:
+            return True
+    return False

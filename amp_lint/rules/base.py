@@ -69,6 +69,8 @@ class Rule:
     #: Prefilter: the rule can only fire in a file containing one of these substrings.
     tokens: ClassVar[Tuple[str, ...]] = ()
     default_enabled: ClassVar[bool] = True
+    #: A preview rule runs only in preview mode (``--preview`` / ``preview = true``), as in ruff.
+    preview: ClassVar[bool] = False
     VALID: ClassVar[List[Valid]] = []
     INVALID: ClassVar[List[Invalid]] = []
 
@@ -127,6 +129,8 @@ class Rule:
         if instead is not None:
             sections["Use instead"] = f"```python\n{instead.rstrip()}\n```"
         out = [f"# {cls.name} ({cls.code})", "", f"Severity: {cls.severity.value}. {fix}", ""]
+        if cls.preview:
+            out += ["This rule is in preview: it runs only with `--preview` (or `preview = true`).", ""]
         if not cls.default_enabled:
             out += ["This rule is off by default; enable it with `--extend-select " + cls.code + "`.", ""]
         for title in DOC_SECTIONS:

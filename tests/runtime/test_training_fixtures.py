@@ -36,6 +36,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.runtime  # every test here runs training scripts under torch
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 FIXTURES = REPO / "fixtures" / "training"
@@ -110,7 +112,7 @@ PLAIN_FP32 = {"fp32_cnn", "fp32_mlp", "gpt_accum_clip", "split_project", "lstm_t
 
 
 class _Runs:
-    """Each script runs at most once per module; results are shared by the tests."""
+    """Each script runs at most once per test session; results are shared by the tests."""
 
     def __init__(self, tmp_factory):
         self._tmp = tmp_factory
@@ -202,12 +204,13 @@ def _needed_runs(item):
     return []
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def runs(tmp_path_factory, request):
+    """The script runs of the whole session (each once), the selected tests' runs prefetched."""
     runner = _Runs(tmp_path_factory)
     wanted = []
     for item in request.session.items:
-        if getattr(item, "module", None) is request.module:
+        if "runs" in getattr(item, "fixturenames", ()):
             wanted.extend(_needed_runs(item))
     runner.prefetch(wanted)
     return runner
