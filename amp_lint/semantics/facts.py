@@ -141,7 +141,7 @@ class Facts:
 
     def runs_in_half(self, constructor: ast.AST) -> bool:
         """Whether the torch.nn module built by the call ``constructor`` ever runs in half precision
-        (its owner cast to fp16/bf16, or called under autocast)."""
+        (its owner cast to fp16/bf16, or called under autocast), where its GEMMs use Tensor Cores."""
         return id(constructor) in self.interpreter.half_layers
 
     def values(self, node: ast.AST, scope: ast.AST) -> Iterator[Value]:

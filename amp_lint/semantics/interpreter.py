@@ -125,6 +125,7 @@ class Interpreter:
         self.master_wrapped: Set[str] = set()
         #: ids of torch.nn constructor calls whose module ran in half (cast, or called under autocast)
         self.half_layers: Set[int] = set()
+
         #: optimizers built over half parameters: (optimizer site, origin of the half dtype)
         self.half_optimizers: List[Tuple[str, Origin]] = []
         #: GradScaler sites that step or unscale an optimizer of half parameters -> that dtype's origin
@@ -206,7 +207,7 @@ class Interpreter:
         for option in options(module):
             if isinstance(option, Module) and option.cast & HALF:
                 self.mark_half_layers(option, set())
-                if isinstance(option.cls, ClassVal):
+                if isinstance(option.cls, ClassVal) or option.items:
                     self.seeds.append((option, frame.module, option.origin))
 
     def mark_half_layers(self, module: Value, seen: Set[int]) -> None:
@@ -230,7 +231,20 @@ class Interpreter:
     def analyse_seed(self, seed: Module, where: SourceModule, origin: Optional[Origin],
                      done: Set[Tuple[int, Module]]) -> None:
         """Run ``forward`` of a half module with unknown inputs (its parameters decide)."""
-        assert isinstance(seed.cls, ClassVal)
+        if not isinstance(seed.cls, ClassVal):
+            key = (id(seed.cls), seed)
+            if key in done:
+                return
+            done.add(key)
+            record = self._record(where.tree, where, None, (), False)
+            frame = Frame(where, None, {}, record, None, ())
+            if isinstance(seed.cls, Ext) and seed.cls.name.endswith("Sequential"):
+                self.call_module(seed, [UNKNOWN], {}, frame, None)  # the chain: each child gets its input
+            else:
+                for item in seed.items:
+                    if isinstance(item, Module) and item.cast & HALF:
+                        self.analyse_seed(item, where, origin, done)
+            return
         forward = self.class_lookup(seed.cls.info, "forward")
         if not isinstance(forward, FunctionInfo) or (id(forward), seed) in done:
             return
@@ -262,7 +276,12 @@ class Interpreter:
         if args.kwarg:
             names.append(args.kwarg.arg)
             values.append(DictVal())
-        self._invoke(info, dict(zip(names, values)), names, None, (), context_free=True)
+        state, origin = None, None
+        for dec in getattr(info, "decorators", ()):  # ``@torch.autocast("cuda")`` sets the body's state
+            for option in torch_api.autocast_states(dec, state, origin, self.device):
+                state, origin = option
+                break
+        self._invoke(info, dict(zip(names, values)), names, state, (), context_free=True, origin=origin)
 
     # -- records -----------------------------------------------------------------------------------
     def _record(self, scope: ast.AST, module: SourceModule, state: State, stack: Tuple[CallSite, ...],
@@ -1021,12 +1040,12 @@ class Interpreter:
                 kwargs["**"] = value
         if isinstance(func, ast.Attribute):
             receiver = self.ev(func.value, frame)
-            if isinstance(receiver, Tensor) or receiver is UNKNOWN:
-                callee: Value = Method(receiver, func.attr)
-            else:
-                callee = self.getattr(receiver, func.attr, frame, func)
-                if isinstance(receiver, Union) and UNKNOWN in receiver.options:
-                    callee = join(callee, Method(UNKNOWN, func.attr))
+            callee: Optional[Value] = None
+            for option in options(receiver):  # a tensor's (or unknown's) attribute called is its method
+                part = Method(option, func.attr) if isinstance(option, Tensor) or option is UNKNOWN else \
+                    self._getattr(option, func.attr, frame, func)
+                callee = join(callee, part)
+            callee = callee if callee is not None else UNKNOWN
             frame.record.values[id(func)] = callee
         else:
             callee = self.ev(func, frame)

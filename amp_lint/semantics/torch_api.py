@@ -339,6 +339,8 @@ def binop(interp: "Interpreter", frame: "Frame", op: ast.operator, a: Value, b: 
         tensor = ta or tb
         other = b if tensor is ta else a
         assert tensor is not None
+        if isinstance(other, (Module, Obj, ClassVal, FuncVal, Ext, ModVal)):
+            return UNKNOWN  # not arithmetic between tensors: an impossible combination of a union
         if isinstance(other, Scalar) and other.kind in ("float",) and not tensor.dtypes & FLOATS and tensor.dtypes:
             return Tensor(F32)  # an integer/bool tensor times a Python float: the default float dtype
         if isinstance(other, (Scalar,)) or other is UNKNOWN:
@@ -568,10 +570,10 @@ def call_torch_module(interp: "Interpreter", frame: "Frame", module: Module, arg
         # a model we cannot see into: under autocast it most often ends in a GEMM; else it returns
         # what its parameters are
         if frame.state is not None:
-            return Tensor(frame.state[1], False, frame.autocast_origin)
-        if module.cast and not module.cast_unknown:
-            dts = module.cast & FLOATS
-            return Tensor(dts, False, module.origin if dts & HALF else None)
+            return Tensor(frame.state[1], False, frame.autocast_origin, graph=frame.state[1])
+        dts = module.cast & FLOATS
+        if dts:
+            return Tensor(dts, module.cast_unknown, module.origin if dts & HALF else None, graph=dts & HALF)
         return UNKNOWN
     kind = optable.MODULE_KINDS.get(short)
     if module.site is not None and (frame.state is not None or module.cast & HALF):
@@ -618,11 +620,14 @@ def call_torch_module(interp: "Interpreter", frame: "Frame", module: Module, arg
 
 def params_tensor(parameters: Obj) -> Value:
     """What iterating ``model.parameters()`` yields."""
-    module = parameters.get("module")
-    if not isinstance(module, Module):
-        return Tensor(0, True, param=True)
-    tensor = Tensor(module.cast & FLOATS if module.cast else 0, module.cast_unknown or not module.cast,
-                    module.origin if module.cast & HALF else None, param=True)
+    tensor: Optional[Value] = None
+    for module in options(parameters.get("module") or UNKNOWN):
+        if not isinstance(module, Module):
+            tensor = join(tensor, Tensor(0, True, param=True))
+            continue
+        tensor = join(tensor, Tensor(module.cast & FLOATS if module.cast else 0, module.cast_unknown or not module.cast,
+                                     module.origin if module.cast & HALF else None, param=True))
+    assert tensor is not None
     named = parameters.get("named")
     if isinstance(named, Scalar) and named.value:
         return Seq((Scalar("str"), tensor))
@@ -719,7 +724,7 @@ def call_ext(interp: "Interpreter", frame: "Frame", qualified: str, args: List[V
         return Tensor(F32 if not positional else 0, bool(positional), param=True)
     if qualified.startswith("torch.nn.") and short[:1].isupper() and ".functional" not in qualified \
             and ".utils" not in qualified and ".init" not in qualified:
-        return make_nn_module(interp, frame, qualified, short, positional, kwargs, node)
+        return make_nn_module(interp, frame, qualified, short, positional, kwargs, node, args)
     if short == "from_pretrained":
         return from_pretrained(interp, frame, Ext(qualified.rsplit(".", 1)[0]), args, kwargs, node)
     if qualified in trainingdata.APEX_INITIALIZE:
@@ -877,7 +882,7 @@ def make_optimizer(qualified: str, positional: List[Value], kwargs: Dict[str, Va
 
 
 def make_nn_module(interp: "Interpreter", frame: "Frame", qualified: str, short: str, positional: List[Value],
-                   kwargs: Dict[str, Value], node: Optional[ast.AST]) -> Value:
+                   kwargs: Dict[str, Value], node: Optional[ast.AST], args: Sequence[Value] = ()) -> Value:
     cast = F32
     origin = None
     dtype = _dtype_kw(kwargs)
@@ -889,7 +894,15 @@ def make_nn_module(interp: "Interpreter", frame: "Frame", qualified: str, short:
         if len(positional) == 1 and isinstance(positional[0], DictVal):
             items = tuple(v for _, v in positional[0].items)
         else:
-            items = tuple(positional)
+            flat: List[Value] = []
+            for arg in args or positional:
+                if _is_star(arg):  # ``nn.Sequential(*[Block() for _ in range(n)])``
+                    inner = arg.value  # type: ignore[attr-defined]
+                    # n copies: two stand for them (the second sees the first's output)
+                    flat.extend(inner.items if isinstance(inner, Seq) else [element(inner)] * 2)
+                else:
+                    flat.append(arg)
+            items = tuple(flat)
     elif short in ("ModuleList", "ParameterList") and positional:
         first = positional[0]
         items = first.items if isinstance(first, Seq) else ((element(first),) if first is not UNKNOWN else ())
@@ -1203,15 +1216,19 @@ def unknown_method(interp: "Interpreter", frame: "Frame", name: str, args: List[
                    node: Optional[ast.AST]) -> Value:
     """A method of a value nobody knows. Casting it to half is evidence that it becomes half, whether it
     is a module or a tensor (``model.half()`` on a model from a factory we cannot see)."""
-    bit = {"half": F16, "bfloat16": BF16}.get(name, 0)
+    bit = _DTYPE_BITS.get(optable.CAST_METHODS.get(name, ""), 0)
     if name in ("to", "type"):
         target = _cast_target(args, kwargs)
-        if isinstance(target, DType) and target.dtypes & HALF and not target.unknown:
-            bit = target.dtypes & HALF
+        if isinstance(target, DType) and target.dtypes and not target.unknown:
+            bit = target.dtypes
     if not bit:
         return derived(args, kwargs)
-    origin = _origin(frame, node, "module_cast")
-    result = Union(frozenset((Module(None, bit, False, origin), Tensor(bit, False, origin, graph=bit))))
+    if not bit & FLOATS:
+        return Tensor(bit)  # ``.long()``, ``.bool()``: only tensors have them
+    origin = _origin(frame, node, "module_cast") if bit & HALF else None
+    result = Union(frozenset((Module(None, bit, False, origin), Tensor(bit, False, origin, graph=bit & HALF))))
+    if not bit & HALF:
+        return result
     if node is not None and frame.statement is node:  # ``model.half()`` as a statement casts in place
         mutate(interp, frame, node, result)
     return result

@@ -445,7 +445,8 @@ def _join_same(a: Value, b: Value) -> Optional[Value]:
         if a.cls != b.cls:
             return None
         origin = a.origin if (a.origin is not None and a.cast & HALF) or b.origin is None else b.origin
-        items = a.items if a.items == b.items else ()
+        items = a.items if a.items == b.items else (
+            tuple(join(x, y) for x, y in zip(a.items, b.items)) if len(a.items) == len(b.items) else ())
         return Module(a.cls, a.cast | b.cast, a.cast_unknown or b.cast_unknown, origin, items, a.master and b.master,
                       a.mode if a.mode == b.mode else "", a.site if a.site is b.site else None)
     if isinstance(a, Seq):

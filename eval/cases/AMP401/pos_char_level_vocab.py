@@ -14,3 +14,4 @@ class CharRNN(nn.Module):
     def forward(self, x):
         h, _ = self.rnn(self.embed(x))
         return self.head(h)
+model = CharRNN().half()  # trained in half precision: Tensor Cores run its GEMMs

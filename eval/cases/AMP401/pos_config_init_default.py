@@ -20,3 +20,4 @@ class BertLMPredictionHead(nn.Module):
 
 
 head = BertLMPredictionHead(BertConfig())
+head.half()  # trained in half precision: Tensor Cores run its GEMMs

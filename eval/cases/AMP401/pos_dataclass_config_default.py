@@ -20,3 +20,4 @@ class GPT(nn.Module):
         self.wpe = nn.Embedding(config.block_size, config.n_embd)
         self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)  # expect: AMP401
         self.wte.weight = self.lm_head.weight
+model = GPT(GPTConfig()).half()  # trained in half precision: Tensor Cores run its GEMMs

@@ -22,3 +22,4 @@ class Transformer(nn.Module):
 
 
 model = Transformer(ModelArgs())
+model.half()  # trained in half precision: Tensor Cores run its GEMMs

@@ -17,3 +17,4 @@ class Decoder(nn.Module):
         for blk in self.blocks:
             x = blk(x, memory)
         return self.out(x)
+model = Decoder().half()  # trained in half precision: Tensor Cores run its GEMMs

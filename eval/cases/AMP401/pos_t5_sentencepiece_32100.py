@@ -8,3 +8,4 @@ class Seq2SeqHead(nn.Module):
         self.shared = nn.Embedding(32100, d_model)
         self.lm_head = nn.Linear(d_model, 32100, bias=False)  # expect: AMP401
         self.lm_head.weight = self.shared.weight
+model = Seq2SeqHead().half()  # trained in half precision: Tensor Cores run its GEMMs

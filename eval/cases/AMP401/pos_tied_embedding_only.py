@@ -12,3 +12,4 @@ class TiedLM(nn.Module):
     def forward(self, ids):
         h = self.encoder(self.tok_emb(ids))
         return F.linear(h, self.tok_emb.weight)
+model = TiedLM().half()  # trained in half precision: Tensor Cores run its GEMMs

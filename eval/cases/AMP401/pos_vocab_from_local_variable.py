@@ -10,3 +10,4 @@ def build_lm(d_model=512):
             "lm_head": nn.Linear(d_model, vocab_size, bias=False),  # expect: AMP401
         }
     )
+lm = build_lm().half()  # trained in half precision: Tensor Cores run its GEMMs

@@ -14,3 +14,4 @@ class TextDecoder(nn.Module):
         x = self.token_embedding(tokens) + self.positional_embedding[: tokens.shape[-1]]
         x = self.ln(x)
         return (x @ torch.transpose(self.token_embedding.weight, 0, 1)).float()
+model = TextDecoder().half()  # trained in half precision: Tensor Cores run its GEMMs

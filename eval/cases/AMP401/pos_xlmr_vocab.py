@@ -10,3 +10,4 @@ class XLMRLMHead(nn.Module):
         self.dense = nn.Linear(hidden, hidden)
         self.layer_norm = nn.LayerNorm(hidden)
         self.decoder = nn.Linear(hidden, N_VOCAB)  # expect: AMP401
+model = XLMRLMHead().half()  # trained in half precision: Tensor Cores run its GEMMs

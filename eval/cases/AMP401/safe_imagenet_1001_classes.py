@@ -7,3 +7,4 @@ class InceptionHead(nn.Module):
         super().__init__()
         self.pool = nn.AdaptiveAvgPool2d(1)
         self.fc = nn.Linear(2048, 1001)  # expect: AMP402
+model = InceptionHead().half()  # trained in half precision: Tensor Cores run its GEMMs

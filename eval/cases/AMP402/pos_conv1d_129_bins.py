@@ -10,3 +10,4 @@ class SpecEncoder(nn.Module):
 
     def forward(self, spec):
         return self.conv2(self.conv1(spec).relu())
+model = SpecEncoder().half()  # trained in half precision: Tensor Cores run its GEMMs

@@ -6,3 +6,4 @@ class SegHead(nn.Module):
     def __init__(self):
         super().__init__()
         self.classifier = nn.Conv2d(in_channels=512, out_channels=150, kernel_size=1)  # expect: AMP402
+model = SegHead().half()  # trained in half precision: Tensor Cores run its GEMMs

@@ -22,3 +22,4 @@ class SwiGLU(nn.Module):
 
 
 ffn = SwiGLU(Config())
+ffn.half()  # trained in half precision: Tensor Cores run its GEMMs

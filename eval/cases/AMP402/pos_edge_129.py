@@ -2,3 +2,4 @@
 import torch.nn as nn
 
 bottleneck = nn.Linear(1024, 129)  # expect: AMP402
+bottleneck.half()  # trained in half precision: Tensor Cores run its GEMMs

@@ -6,3 +6,4 @@ mlp = nn.Sequential(
     nn.ReLU(),
     nn.Linear(1024, 1024),
 )
+mlp.half()  # trained in half precision: Tensor Cores run its GEMMs

@@ -13,3 +13,4 @@ class MLP(nn.Module):
 
     def forward(self, x):
         return self.fc2(self.fc1(x).relu())
+model = MLP().half()  # trained in half precision: Tensor Cores run its GEMMs

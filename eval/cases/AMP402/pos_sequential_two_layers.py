@@ -8,3 +8,4 @@ net = nn.Sequential(
     nn.ReLU(),
     nn.Linear(512, 10),
 )
+net.half()  # trained in half precision: Tensor Cores run its GEMMs

@@ -6,3 +6,4 @@ class Head(nn.Module):
     def __init__(self):
         super().__init__()
         self.lm_head = nn.Linear(768, 50257, bias=False)  # expect: AMP401
+model = Head().half()  # trained in half precision: Tensor Cores run its GEMMs
