@@ -2,9 +2,9 @@
 
 One index file per *configuration* (amp-lint version, a fingerprint of amp-lint's own code,
 libcst's version, ``Settings.cache_key()`` and the output options that change findings), named
-by a digest of all of them. It maps each file (root-relative path and the path as reported) to
-the blake2b digest of the file's bytes and the file's whole ``FileReport`` (minus its source
-text), so any field a report carries travels through the cache.
+by a digest of all of them. Its entries are keyed by (root-relative path, kind) and hold a digest
+and a value: the file's ``FileReport`` minus its source text (kind "report"), valid for a digest of
+every file of the run (findings depend on the whole program).
 
 A hit needs the same bytes, the same path and the same configuration; anything else is a miss,
 and the file is analysed again. Unreadable, truncated, foreign or tampered cache files are
@@ -35,7 +35,7 @@ _CACHEDIR_TAG = (
     "# For information about cache directory tags, see https://bford.info/cachedir/\n"
 )
 
-EntryKey = Tuple[str, str]  # (root-relative posix path, path as reported)
+EntryKey = Tuple[str, str]  # (root-relative posix path, kind)
 
 
 def content_digest(data: bytes) -> str:

@@ -101,7 +101,6 @@ def _common_options(func):
         click.option("--config", "config_file", type=click.Path(), help="Config file (pyproject.toml or amp-lint.toml)."),
         click.option("--isolated", is_flag=True, help="Ignore all configuration files."),
         click.option("--no-cache", is_flag=True, help="Do not read or write the cache."),
-        click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: all cores)."),
         click.option("--stdin-filename", help="Filename to report for source read from stdin (path '-')."),
         click.option("--force-exclude", is_flag=True, help="Apply exclusions to paths given explicitly too."),
         click.option("--show-settings", is_flag=True, help="Print the settings resolved for the first path and exit."),
@@ -169,7 +168,7 @@ def _settings(config_file: Optional[str], isolated: bool, select, ignore, extend
 
 
 def _run(*, paths, select, ignore, extend_select, output_format, output_file, statistics, exit_zero, diff,
-         show_fixes, unsafe_fixes, preview, exclude, extend_exclude, config_file, isolated, no_cache, jobs,
+         show_fixes, unsafe_fixes, preview, exclude, extend_exclude, config_file, isolated, no_cache,
          stdin_filename, force_exclude, show_settings, show_files, quiet, fix, add_noqa) -> int:
     from amp_lint.config import ConfigError
     from amp_lint.discovery import discover, is_excluded
@@ -212,10 +211,9 @@ def _run(*, paths, select, ignore, extend_select, output_format, output_file, st
                 sys.stdout.buffer.write(data)
                 sys.stdout.flush()
             return EXIT_CLEAN
-        from amp_lint.runner import RunOptions, default_jobs, process_stdin
+        from amp_lint.runner import RunOptions, process_stdin
 
-        options = RunOptions(fix=fix, diff=diff, want_edits=_want_edits(fmt, show_fixes), jobs=jobs or default_jobs(),
-                             cache=not no_cache, progress=True)
+        options = RunOptions(fix=fix, diff=diff, want_edits=_want_edits(fmt, show_fixes), cache=not no_cache)
         report = process_stdin(data, filename, selection, options)
         reports.append(report)
         if fix and not diff and report.error is None and report.source is not None:
@@ -242,10 +240,9 @@ def _run(*, paths, select, ignore, extend_select, output_format, output_file, st
             if not statistics and fmt not in ("concise", "full"):
                 _write(_render([], fmt, settings, show_fixes=False), output_file, sys.stdout)
             return EXIT_CLEAN
-        from amp_lint.runner import RunOptions, default_jobs, run
+        from amp_lint.runner import RunOptions, run
 
-        options = RunOptions(fix=fix, diff=diff, want_edits=_want_edits(fmt, show_fixes), jobs=jobs or default_jobs(),
-                             cache=not no_cache, progress=True)
+        options = RunOptions(fix=fix, diff=diff, want_edits=_want_edits(fmt, show_fixes), cache=not no_cache)
         reports = run(files, selection, options)
     for report in reports:
         if report.error:

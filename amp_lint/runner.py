@@ -4,10 +4,10 @@ The precision analysis needs the whole program (a cast in ``train.py`` makes ``m
 so every file given is parsed and analysed together; reports then come per file. ``fix`` runs in
 project-wide rounds (:func:`amp_lint.engine.linter.fix_files`).
 
-The cache (``.amp_lint_cache/``) keeps two kinds of entries: a file's parse (its ``ast``, keyed by
-the digest of its bytes) and its report (keyed by a digest of every file of the run and the
-configuration). An unchanged tree is answered from the cache; a change re-analyses the program,
-re-parsing only the files that changed.
+The cache (``.amp_lint_cache/``) keeps each file's report, keyed by a digest of every file of the
+run (paths and bytes) and the configuration: an unchanged tree is answered from the cache, and any
+change re-analyses the program. (Parses are not cached: unpickling an ``ast`` costs more than
+parsing the file again; for the same reason there are no worker processes.)
 """
 from __future__ import annotations
 
@@ -37,12 +37,8 @@ class RunOptions:
     fix: bool = False
     diff: bool = False
     want_edits: bool = False
-    #: Worker processes (accepted for compatibility: the analysis runs in one process).
-    jobs: Optional[int] = 1
     #: Read and write ``.amp_lint_cache/`` at the project root.
     cache: bool = False
-    #: Draw a progress bar on stderr (unused: runs are fast enough without).
-    progress: bool = False
 
     @property
     def keep_source(self) -> bool:
@@ -85,14 +81,6 @@ def relative_to_root(path: str, root: str) -> str:
         return Path(path).as_posix().lstrip("/")
 
 
-def default_jobs() -> int:
-    """All cores this process may run on."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))  # type: ignore[attr-defined]
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
-
-
 def _read_bytes(path: str) -> bytes:
     try:
         return Path(path).read_bytes()
@@ -112,20 +100,9 @@ class _Input:
     digest: Optional[str] = None
 
 
-def _parse(source: SourceFile, relpath: str, selection: Selection, cache: Optional[Cache],
-           digest: Optional[str]) -> ParsedFile:
+def _parse(source: SourceFile, relpath: str, selection: Selection) -> ParsedFile:
     rules, syntax = selection.for_path(relpath)
-    if cache is not None and digest is not None:
-        hit = cache.get(("parse", relpath), digest)
-        if isinstance(hit, tuple) and len(hit) == 3:
-            tree, error, suppressions = hit
-            parsed = ParsedFile(source.path, relpath, source.text, list(rules), syntax, tree, error)
-            parsed.suppressions = suppressions
-            return parsed
-    parsed = ParsedFile.parse(source.path, relpath, source.text, rules, syntax)
-    if cache is not None and digest is not None:
-        cache.put(("parse", relpath), digest, (parsed.tree, parsed.syntax_error, parsed.suppressions))
-    return parsed
+    return ParsedFile.parse(source.path, relpath, source.text, rules, syntax)
 
 
 def run(paths: Sequence[str], selection: Selection, options: RunOptions) -> List[FileReport]:
@@ -144,13 +121,20 @@ def run(paths: Sequence[str], selection: Selection, options: RunOptions) -> List
         except SourceError as exc:
             item.report.error = str(exc)
     project = _project_digest(inputs, root)
-    if cache is not None and not (options.fix or options.diff):
-        cached = [cache.get(("report", relative_to_root(i.report.path, root)), project) for i in inputs]
-        if all(isinstance(c, FileReport) for c in cached):
-            return [dataclasses.replace(c, path=i.report.path) for c, i in zip(cached, inputs)]  # type: ignore
+    if cache is not None:
+        cached = [cache.get((relative_to_root(i.report.path, root), "report"), project) for i in inputs]
+        # a fix with nothing fixable is a check: the cached reports answer it too
+        if all(isinstance(c, FileReport) for c in cached) and not (
+                (options.fix or options.diff) and any(f.fixable(settings.unsafe_fixes)
+                                                      for c in cached for f in c.findings)):  # type: ignore
+            out = [dataclasses.replace(c, path=i.report.path) for c, i in zip(cached, inputs)]  # type: ignore
+            if options.keep_source:
+                for report, item in zip(out, inputs):
+                    report.source = item.source
+            return out
     for item in inputs:
         if item.source is not None:
-            item.parsed = _parse(item.source, relative_to_root(item.source.path, root), selection, cache, item.digest)
+            item.parsed = _parse(item.source, relative_to_root(item.source.path, root), selection)
     live = [i for i in inputs if i.parsed is not None]
     parsed = [i.parsed for i in live]
     if options.fix or options.diff:
@@ -181,10 +165,9 @@ def run(paths: Sequence[str], selection: Selection, options: RunOptions) -> List
         if not (options.fix or options.diff):
             for item in inputs:
                 if item.report.error is None:
-                    cache.put(("report", relative_to_root(item.report.path, root)), project,
+                    cache.put((relative_to_root(item.report.path, root), "report"), project,
                               dataclasses.replace(item.report, source=None))
-        cache.save(present=[("parse", relative_to_root(i.report.path, root)) for i in inputs]
-                   + [("report", relative_to_root(i.report.path, root)) for i in inputs])
+        cache.save(present=[(relative_to_root(i.report.path, root), "report") for i in inputs])
     return [i.report for i in inputs]
 
 

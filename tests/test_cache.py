@@ -39,17 +39,33 @@ def _user_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg")))
 
 
+class _Spy(list):
+    """Paths parsed (not served from the cache) by runner.run in this process; ``runs`` counts the
+    analyses of the program (zero when every report came from the cache)."""
+
+    runs = 0
+
+    def clear(self) -> None:
+        super().clear()
+        self.runs = 0
+
+
 @pytest.fixture
 def analysed(monkeypatch) -> List[str]:
-    """Paths analysed (not served from the cache) by runner.run in this process."""
-    seen: List[str] = []
-    real = runner._process_path
+    seen = _Spy()
+    real_parse = runner.ParsedFile.parse.__func__
+    real_lint = runner.lint_files
 
-    def spy(path, selection, options):
+    def parse(cls, path, *args, **kwargs):
         seen.append(path)
-        return real(path, selection, options)
+        return real_parse(cls, path, *args, **kwargs)
 
-    monkeypatch.setattr(runner, "_process_path", spy)
+    def lint(*args, **kwargs):
+        seen.runs += 1
+        return real_lint(*args, **kwargs)
+
+    monkeypatch.setattr(runner.ParsedFile, "parse", classmethod(parse))
+    monkeypatch.setattr(runner, "lint_files", lint)
     return seen
 
 
@@ -59,7 +75,7 @@ def check(root: Path, *, cache: bool = True, fix: bool = False, settings: Settin
     files, errors = discover(["."], settings.exclude, root)
     assert not errors
     selection = runner.Selection.from_settings(settings)
-    return runner.run(files, selection, runner.RunOptions(fix=fix, jobs=1, cache=cache))
+    return runner.run(files, selection, runner.RunOptions(fix=fix, cache=cache))
 
 
 def outcome(reports):
@@ -88,7 +104,7 @@ def test_fixtures_identical_with_and_without_cache(tmp_path, monkeypatch, analys
     assert len(analysed) == len(plain)
     analysed.clear()
     warm = check(root)
-    assert analysed == []
+    assert analysed == [] and analysed.runs == 0  # every report from the cache
     assert outcome(plain) == outcome(cold) == outcome(warm)
 
 
@@ -100,13 +116,14 @@ def test_cache_directory_is_tagged(project):
     assert list(directory.glob("*.cache"))
 
 
-def test_edit_reanalyses_only_that_file(project, analysed):
+def test_edit_reanalyses_the_program(project, analysed):
+    """An edit re-runs the analysis of the whole program: findings depend on every file."""
     first = check(project)
     assert [len(r.findings) for r in first] == [1, 0, 1]
     analysed.clear()
     (project / "b.py").write_text(DEPRECATED)
     second = check(project)
-    assert analysed == ["b.py"]
+    assert sorted(analysed) == ["a.py", "b.py", os.path.join("pkg", "c.py")] and analysed.runs == 1
     assert [len(r.findings) for r in second] == [1, 1, 1]
     assert second[1].findings == check(project, cache=False)[1].findings
     analysed.clear()
@@ -119,7 +136,7 @@ def test_rename_reports_new_path(project, analysed):
     analysed.clear()
     os.rename(project / "a.py", project / "renamed.py")
     reports = check(project)
-    assert analysed == ["renamed.py"]
+    assert sorted(analysed) == ["b.py", os.path.join("pkg", "c.py"), "renamed.py"] and analysed.runs == 1
     assert [r.path for r in reports] == ["b.py", os.path.join("pkg", "c.py"), "renamed.py"]
     assert [f.filename for f in reports[2].findings] == ["renamed.py"]
     assert outcome(reports) == outcome(check(project, cache=False))
@@ -131,12 +148,12 @@ def test_delete_drops_entry(project, analysed):
     (project / "b.py").write_text(CLEAN + "\n")  # forces a save
     analysed.clear()
     reports = check(project)
-    assert analysed == ["b.py"]
+    assert sorted(analysed) == ["b.py", os.path.join("pkg", "c.py")]
     assert [r.path for r in reports] == ["b.py", os.path.join("pkg", "c.py")]
     settings = Settings(select=("ALL",), project_root=str(project))
     cache = cache_mod.Cache(str(project), settings, runner._options_key(runner.RunOptions()))
     cache._load()
-    assert {key[0] for key in cache._entries} == {"b.py", "pkg/c.py"}
+    assert set(cache._entries) == {("b.py", "report"), ("pkg/c.py", "report")}
 
 
 def test_config_change_misses(project, analysed):
@@ -235,21 +252,21 @@ def test_fix_reuses_results_without_fixes(project, analysed):
 
 def test_cli_no_cache_neither_reads_nor_writes(project, analysed):
     cli = CliRunner()
-    result = cli.invoke(main, ["check", "--isolated", "--no-cache", "-j1", "."])
+    result = cli.invoke(main, ["check", "--isolated", "--no-cache", "."])
     assert result.exit_code == 1, result.output
     assert not (project / ".amp_lint_cache").exists()
-    result = cli.invoke(main, ["check", "--isolated", "-j1", "."])
+    result = cli.invoke(main, ["check", "--isolated", "."])
     assert (project / ".amp_lint_cache").is_dir()
     analysed.clear()
-    result = cli.invoke(main, ["check", "--isolated", "-j1", "."])
+    result = cli.invoke(main, ["check", "--isolated", "."])
     assert analysed == []
-    result = cli.invoke(main, ["check", "--isolated", "--no-cache", "-j1", "."])
+    result = cli.invoke(main, ["check", "--isolated", "--no-cache", "."])
     assert len(analysed) == 3
 
 
 def test_cli_output_same_warm_and_cold(project):
     cli = CliRunner()
-    args = ["check", "--isolated", "-j1", "--output-format", "json", "."]
+    args = ["check", "--isolated", "--output-format", "json", "."]
     cold = cli.invoke(main, args)
     warm = cli.invoke(main, args)
     plain = cli.invoke(main, args + ["--no-cache"])

@@ -468,13 +468,11 @@ def test_no_cache_gives_the_same_result_and_writes_no_cache(project: Path) -> No
     assert amp("check", SELECT, "--no-cache").lines == r.lines
 
 
-def test_jobs_gives_the_same_result(project: Path) -> None:
+def test_many_files_are_one_program(project: Path) -> None:
     for i in range(12):
         (project / f"m{i:02}.py").write_text(AUTOCAST)
-    one = amp("check", "--select", "AMP501", "--no-cache", "-j", "1")
-    two = amp("check", "--select", "AMP501", "--no-cache", "-j", "2")
-    assert one.code == two.code == 1
-    assert one.lines == two.lines and len(one.lines) == 26
+    result = amp("check", "--select", "AMP501", "--no-cache")
+    assert result.code == 1 and len(result.lines) == 26
 
 
 # -- stdin ---------------------------------------------------------------------------------------

@@ -46,6 +46,7 @@ class CheckContext:
         self.stack: List[ast.AST] = []
         self.scopes: List[ast.AST] = [module.tree]
         self.findings: List[RawFinding] = []
+        self._callees: Dict[int, "Callee"] = {}
 
     # -- navigation --------------------------------------------------------------------------------
     @property
@@ -66,6 +67,13 @@ class CheckContext:
     def observations(self, node: ast.AST) -> List[Observation]:
         return self.facts.observations(node, self.scope)
 
+    def callee(self, node: ast.Call) -> "Callee":
+        """What ``node`` calls, over every context it ran in (computed once, shared by the rules)."""
+        found = self._callees.get(id(node))
+        if found is None:
+            found = self._callees[id(node)] = Callee.of(self.observations(node), node)
+        return found
+
     def qualified(self, node: ast.AST) -> Optional[str]:
         """The torch/library name ``node`` stands for (value-based, so scopes and aliases count)."""
         return self.facts.qualified(node, self.scope)
@@ -76,6 +84,31 @@ class CheckContext:
     # -- reporting -----------------------------------------------------------------------------------
     def add(self, finding: RawFinding) -> None:
         self.findings.append(finding)
+
+
+@dataclass
+class Callee:
+    """What a call calls: torch/library names, torch.nn module classes, and whether it is a method of
+    a tensor; empty when it never ran."""
+
+    names: frozenset = frozenset()
+    modules: frozenset = frozenset()
+    tensor_method: bool = False
+
+    @classmethod
+    def of(cls, observations, node: ast.Call) -> "Callee":
+        from amp_lint.semantics.values import Ext, Method, Module, Tensor, options
+
+        names, modules, tensor = set(), set(), False
+        for obs in observations:
+            for option in options(obs.value(node.func)):
+                if isinstance(option, Ext):
+                    names.add(option.name)
+                elif isinstance(option, Module) and isinstance(option.cls, Ext):
+                    modules.add(option.cls.name)
+                elif isinstance(option, Method) and isinstance(option.recv, Tensor):
+                    tensor = True
+        return cls(frozenset(names), frozenset(modules), tensor)
 
 
 _FIELDS: Dict[type, Tuple[str, ...]] = {}

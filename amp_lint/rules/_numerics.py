@@ -61,6 +61,8 @@ def tensor_receiver(obs: Observation, call: ast.Call) -> Optional[ast.AST]:
 def callee_name(obs: Observation, call: ast.Call) -> Optional[str]:
     """The torch/library name ``call`` calls here (``torch.nn.functional.softmax``)."""
     value = obs.value(call.func)
+    if isinstance(value, Ext):
+        return value.name
     names = {o.name for o in options(value) if isinstance(o, Ext)}
     return names.pop() if len(names) == 1 else None
 
@@ -133,6 +135,14 @@ def _kwarg(call: ast.Call, *names: str) -> Optional[ast.AST]:
         if kw.arg in names:
             return kw.value
     return None
+
+
+def is_fill_call(callee, node: ast.Call) -> bool:
+    """A cheap test before :func:`fill_sites`: could ``node`` write a value into a tensor?"""
+    if callee.names & {"torch.full", "torch.full_like", "torch.where", "torch.clamp", "torch.clip"}:
+        return True
+    return callee.tensor_method and isinstance(node.func, ast.Attribute) and (
+        node.func.attr in _FILL_METHODS or node.func.attr in _CLAMPS)
 
 
 def fill_sites(obs: Observation, node: ast.AST) -> List[FillSite]:

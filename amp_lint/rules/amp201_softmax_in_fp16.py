@@ -187,6 +187,10 @@ class SoftmaxInFp16(Rule):
     ]
 
     def visit_Call(self, node: ast.Call) -> None:
+        callee = self.ctx.callee(node)
+        method = isinstance(node.func, ast.Attribute) and node.func.attr in ("softmax", "log_softmax")
+        if not (callee.names & _FUNCS.keys() or callee.modules & _MODULES.keys() or (method and callee.tensor_method)):
+            return
         hazards: List[Hazard] = []
         found: List[Tuple[Observation, Tensor]] = []
         site: Optional[Tuple[str, ast.AST, str]] = None

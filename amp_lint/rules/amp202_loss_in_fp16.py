@@ -113,6 +113,9 @@ class LossInFp16(Rule):
     ]
 
     def visit_Call(self, node: ast.Call) -> None:
+        callee = self.ctx.callee(node)
+        if not any(n.startswith("torch.nn.functional.") for n in callee.names) and not callee.modules:
+            return
         hazards: List[Hazard] = []
         half_inputs: List[ast.AST] = []
         for obs in self.ctx.observations(node):

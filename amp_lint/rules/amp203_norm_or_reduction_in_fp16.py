@@ -214,6 +214,10 @@ class NormOrReductionInFp16(Rule):
     ]
 
     def visit_Call(self, node: ast.Call) -> None:
+        callee = self.ctx.callee(node)
+        method = isinstance(node.func, ast.Attribute) and node.func.attr in opdata.REDUCTIONS
+        if not (callee.names & _TORCH.keys() or (method and callee.tensor_method)):
+            return
         if find_arg(node, "dtype") is not None:
             return
         hazards: List[Hazard] = []

@@ -128,6 +128,10 @@ class OverflowPronePointwiseInFp16(Rule):
     ]
 
     def visit_Call(self, node: ast.Call) -> None:
+        callee = self.ctx.callee(node)
+        method = isinstance(node.func, ast.Attribute) and node.func.attr in _EXP | {"square", "pow"}
+        if not (callee.names & _TORCH.keys() or (method and callee.tensor_method)):
+            return
         self._check(node, lambda obs: self._match_call(obs, node))
 
     def visit_BinOp(self, node: ast.BinOp) -> None:

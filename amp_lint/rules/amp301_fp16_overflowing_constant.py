@@ -10,7 +10,7 @@ from amp_lint.data.numerics import dtype_label, format_number, max_of, overflows
 from amp_lint.engine.fixes import CstFix
 from amp_lint.engine.fixing import FixContext, FixPlan
 from amp_lint.findings import Applicability, Severity
-from amp_lint.rules._numerics import PROJECT_TOKENS, FillSite, fill_sites, is_simple
+from amp_lint.rules._numerics import PROJECT_TOKENS, FillSite, fill_sites, is_fill_call, is_simple
 from amp_lint.rules.base import Hazard, Invalid, Rule, Valid
 from amp_lint.semantics.values import BF16, F16, Scalar
 
@@ -131,7 +131,8 @@ class Fp16OverflowingConstant(Rule):
     ]
 
     def visit_Call(self, node: ast.Call) -> None:
-        self._check(node)
+        if is_fill_call(self.ctx.callee(node), node):
+            self._check(node)
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
         self._check(node)

@@ -151,6 +151,11 @@ class Fp16UnderflowingEpsilon(Rule):
     ]
 
     def visit_Call(self, node: ast.Call) -> None:
+        callee = self.ctx.callee(node)
+        clamp = isinstance(node.func, ast.Attribute) and node.func.attr in ("clamp", "clamp_", "clamp_min", "clip")
+        if not (any(n.startswith("torch.optim.") for n in callee.names) or "torch.nn.functional.normalize"
+                in callee.names or (clamp and callee.tensor_method)):
+            return
         hazards: List[Hazard] = []
         kind = None
         for obs in self.ctx.observations(node):

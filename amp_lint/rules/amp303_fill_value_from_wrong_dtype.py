@@ -9,7 +9,7 @@ import libcst as cst
 from amp_lint.engine.fixes import CstFix
 from amp_lint.engine.fixing import FixContext, FixPlan
 from amp_lint.findings import Applicability, Severity
-from amp_lint.rules._numerics import PROJECT_TOKENS, FillSite, fill_sites, is_simple, stand_in
+from amp_lint.rules._numerics import PROJECT_TOKENS, FillSite, fill_sites, is_fill_call, is_simple, stand_in
 from amp_lint.rules.base import Hazard, Invalid, Rule, Valid
 from amp_lint.semantics.facts import Observation
 from amp_lint.semantics.values import BF16, F16, F32, F64, Scalar, Tensor, bits, dtype_label
@@ -123,6 +123,8 @@ class FillValueFromWrongDtype(Rule):
     ]
 
     def visit_Call(self, node: ast.Call) -> None:
+        if not is_fill_call(self.ctx.callee(node), node):
+            return
         hazards: List[Hazard] = []
         chosen: Optional[FillSite] = None
         found: List[Tuple[Observation, Tensor]] = []

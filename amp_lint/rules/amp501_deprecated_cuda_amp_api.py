@@ -24,7 +24,7 @@ class DeprecatedCudaAmpApi(Rule):
     severity = Severity.MIGRATION
     summary = "Deprecated `torch.cuda.amp` / `torch.cpu.amp` API"
     fix_applicability = Applicability.SAFE
-    tokens = ("amp",)
+    tokens = ("cuda.amp", "cpu.amp", "import amp", "amp import", "amp as")
     docs = """
     ## What it does
     Finds calls, decorators, references and imports of `torch.cuda.amp.autocast`,
@@ -327,6 +327,8 @@ class DeprecatedCudaAmpApi(Rule):
         self.active = ctx.settings.torch_at_least(DEPRECATIONS_SINCE)
         #: local names bound by imports inside compatibility fallbacks
         self.fallback_names: Set[str] = set()
+        #: names assigned from something that mentions ``amp`` (``ac = torch.cuda.amp.autocast``)
+        self.aliases: Set[str] = set()
         self._new_api: Dict[int, bool] = {}
 
     def deprecated(self, node: ast.AST) -> Optional[str]:
@@ -425,6 +427,9 @@ class DeprecatedCudaAmpApi(Rule):
     def _reference(self, node: ast.AST) -> None:
         if id(node) in self.handled or not isinstance(getattr(node, "ctx", None), ast.Load):
             return
+        name = node.attr if isinstance(node, ast.Attribute) else node.id  # type: ignore[attr-defined]
+        if name not in _LAST_NAMES and name not in self.aliases:
+            return  # cheap: only names that can end a deprecated reference
         parent = self.ctx.parent()
         if isinstance(parent, ast.Attribute) and parent.value is node:
             return  # only the whole chain counts
@@ -444,6 +449,12 @@ class DeprecatedCudaAmpApi(Rule):
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         if node.module and not node.level:
             self._import(node)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        if isinstance(node.value, (ast.Name, ast.Attribute, ast.IfExp)) and "amp" in ast.unparse(node.value):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    self.aliases.add(target.id)
 
     def visit_Import(self, node: ast.Import) -> None:
         # ``import torch.cuda.amp as amp``: the alias is deprecated once nothing uses it.
@@ -576,6 +587,10 @@ class DeprecatedCudaAmpApi(Rule):
             replacements=[(node, new)],
             add_imports=(needed_import,) if needed_import else (),
         )
+
+
+#: The last name component of every deprecated API, and names bound to their modules.
+_LAST_NAMES = frozenset({q.rsplit(".", 1)[-1] for q in DEPRECATED_AMP_APIS} | {"amp"})
 
 
 def _catches_missing_api(handler: ast.ExceptHandler) -> bool:

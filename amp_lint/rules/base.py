@@ -170,6 +170,11 @@ class Hazard:
     value: Optional[Value] = None
     low: bool = False
 
+    def __post_init__(self) -> None:
+        origin = self.observation.record.autocast_origin if self.observation.autocast else None
+        if origin is not None and origin.kind == "autocast_guess":
+            self.low = True  # the autocast's dtype was not visible: half is a guess
+
     @property
     def condition(self) -> Optional[str]:
         origin = None

@@ -19,6 +19,7 @@ from amp_lint.semantics.values import (
 )
 
 CUDA, CPU, APEX = "cuda", "cpu", "apex"
+_NONE: List["Observation"] = []
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,7 @@ def _origin_of(value: Value) -> Optional[Origin]:
 
 def _origin_message(origin: Origin) -> str:
     what = {
-        "cast": "cast to half", "module_cast": "module cast to half", "autocast": "autocast region", "dtype": "created in half precision",
+        "cast": "cast to half", "module_cast": "module cast to half", "autocast_guess": "autocast (dtype unknown)", "autocast": "autocast region", "dtype": "created in half precision",
         "from_pretrained": "loaded in half precision", "apex": "apex amp", "framework": "mixed precision set here",
     }.get(origin.kind, origin.kind)
     cond = f" (when `{origin.condition}`)" if origin.condition else ""
@@ -125,15 +126,22 @@ class Facts:
 
     def __init__(self, interpreter: Interpreter) -> None:
         self.interpreter = interpreter
+        self._index: Dict[int, Dict[int, List[Observation]]] = {}
 
     def observations(self, node: ast.AST, scope: ast.AST) -> List[Observation]:
         """The contexts in which ``node`` (inside ``scope``) was evaluated."""
-        key = id(node)
-        out = []
-        for record in self.interpreter.records.get(id(scope), ()):
-            if key in record.values:
-                out.append(Observation(record))
-        return out
+        index = self._index.get(id(scope))
+        if index is None:
+            index = self._index[id(scope)] = {}
+            for record in self.interpreter.records.get(id(scope), ()):
+                observation = Observation(record)
+                for key in record.values:
+                    found = index.get(key)
+                    if found is None:
+                        index[key] = [observation]
+                    else:
+                        found.append(observation)
+        return index.get(id(node), _NONE)
 
     def master_wrapped(self, site: Optional[str]) -> bool:
         """Whether the optimizer created at ``site`` is handed to a master-weight wrapper anywhere."""

@@ -27,7 +27,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 from amp_lint.semantics import torch_api
 from amp_lint.semantics.program import ClassInfo, FunctionInfo, ModuleIndex, Namespace, SourceModule
 from amp_lint.semantics.values import (
-    BOOL, F16, F32, FLOATS, HALF, INT, NONE, UNKNOWN, Builtin, ClassVal, Coll, DictVal, DType, Ext, FuncVal,
+    BOOL, F16, F32, FLOATS, HALF, INT, NONE, UNKNOWN, Builtin, ClassVal, Coll, DictVal, DType, Ext, FuncVal, Star,
     Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Union, Value, element, join, options,
     promote, with_condition,
 )
@@ -36,6 +36,7 @@ from amp_lint.semantics.values import (
 State = Optional[Tuple[str, int]]
 
 MAX_CONTEXTS = 8
+MAX_WIDENINGS = 3
 MAX_DEPTH = 40
 MAX_LOOP_ITERATIONS = 4
 
@@ -112,7 +113,7 @@ class Interpreter:
         self.device = "cpu" if device == "cpu" else "cuda"
         self.memo: Dict[tuple, Summary] = {}
         self.running: Set[tuple] = set()
-        self.wide: Dict[int, Tuple[tuple, State]] = {}
+        self.wide: Dict[int, Tuple[tuple, State, int]] = {}
         self.records: Dict[int, List[Record]] = {}
         self.functions: Dict[int, FunctionInfo] = {}
         self.classes: Dict[int, ClassInfo] = {}
@@ -953,6 +954,9 @@ class Interpreter:
         return None
 
     def mro(self, info: ClassInfo) -> List[ClassInfo]:
+        cached = getattr(info, "_mro", None)
+        if cached is not None and getattr(info, "_mro_bases", None) is info.bases:
+            return cached
         out: List[ClassInfo] = []
         todo = [info]
         while todo:
@@ -966,6 +970,7 @@ class Interpreter:
                         todo.append(option.info)
             if len(out) > 30:
                 break
+        info._mro, info._mro_bases = out, info.bases  # type: ignore[attr-defined]
         return out
 
     def field_of(self, info: ClassInfo, name: str) -> Optional[Value]:
@@ -1189,8 +1194,10 @@ class Interpreter:
             return None
         if info.contexts >= MAX_CONTEXTS and not context_free:
             wide = self.wide.get(id(info))
+            if wide is not None and wide[2] >= MAX_WIDENINGS:
+                return self.memo.get((id(info), wide[0], wide[1]))  # widened enough: its last summary answers
             joined = tuple(join(a, b) for a, b in zip(wide[0], params)) if wide and wide[1] == state else params
-            self.wide[id(info)] = (joined, state)
+            self.wide[id(info)] = (joined, state, (wide[2] + 1) if wide else 1)
             wide_key = (id(info), joined, state)
             found = self.memo.get(wide_key)
             if found is not None or wide_key in self.running:
@@ -1224,13 +1231,7 @@ class Interpreter:
         return summary
 
 
-class _Star:
-    """A ``*args`` argument (its value is a collection)."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: Value) -> None:
-        self.value = value
+_Star = Star
 
 
 class _ClassNamespace(dict):

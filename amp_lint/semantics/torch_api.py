@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 from amp_lint.data import ops as optable
 from amp_lint.data import training as trainingdata
 from amp_lint.semantics.values import (
-    BF16, BOOL, F16, F32, F64, FLOATS, HALF, INT, NONE, UNKNOWN, Autocast, Builtin, ClassVal, Coll, DictVal, DType,
+    BF16, BOOL, F16, F32, F64, FLOATS, HALF, INT, NONE, UNKNOWN, Autocast, Builtin, ClassVal, Coll, DictVal, DType, Star,
     Ext, FuncVal, Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Union, Value, bits, element,
     join, obj, options, promote,
 )
@@ -216,18 +216,20 @@ def make_autocast(frame: "Frame", qualified: str, args: Sequence[Value], kwargs:
     if device is None:
         device = _device_of(given.get("device_type"), default_device)
     dtype = 0
+    guessed = False
     if "dtype" in given:
         value = given["dtype"]
         for option in options(value):
-            if isinstance(option, DType):
+            if isinstance(option, DType) and not option.unknown:
                 dtype |= option.dtypes
-            else:
-                dtype |= F16 | BF16  # an autocast dtype we cannot see: either half
+            elif not (isinstance(option, Scalar) and option.kind == "none"):
+                dtype |= F16 | BF16  # an autocast dtype we cannot see: half if anything (a guess)
+                guessed = True
     enabled: Optional[bool] = True
     if "enabled" in given:
         value = given["enabled"]
         enabled = value.value if isinstance(value, Scalar) and isinstance(value.value, bool) else None
-    return Autocast(device, dtype, enabled, _origin(frame, node, "autocast"))
+    return Autocast(device, dtype, enabled, _origin(frame, node, "autocast_guess" if guessed else "autocast"))
 
 
 def _device_of(value: Optional[Value], default: str) -> str:
@@ -636,7 +638,7 @@ def params_tensor(parameters: Obj) -> Value:
 
 # -- torch functions and library calls -----------------------------------------------------------
 def _is_star(value: object) -> bool:
-    return type(value).__name__ == "_Star"
+    return type(value) is Star
 
 
 def _positional(args: Sequence[Value]) -> List[Value]:

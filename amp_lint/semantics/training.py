@@ -18,6 +18,9 @@ from amp_lint.semantics.values import (
 )
 
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
+#: Call names that can be a training-protocol event (a cheap filter before asking the facts).
+_EVENT_NAMES = frozenset({"backward", "step", "zero_grad", "scale", "unscale_", "update"}
+                         | {n.rsplit(".", 1)[-1] for n in trainingdata.CLIP_FUNCTIONS} | trainingdata.CLIP_METHODS)
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
@@ -128,24 +131,28 @@ class TrainingModel:
 
     # -- collection --------------------------------------------------------------------------------
     def _collect(self) -> None:
-        stack: List[ast.AST] = []
-        scopes: List[ast.AST] = [self.tree]
-
-        def visit(node: ast.AST) -> None:
-            stack.append(node)
-            self.scopes[id(node)] = scopes[-1]
+        scopes = self.scopes
+        todo: List[Tuple[ast.AST, Tuple[ast.AST, ...], ast.AST]] = [(self.tree, (), self.tree)]
+        while todo:
+            node, ancestors, scope = todo.pop()
+            ancestors = ancestors + (node,)
+            scopes[id(node)] = scope
             if isinstance(node, ast.Call):
-                self._event(node, tuple(stack), scopes[-1])
-            scope = isinstance(node, (*FUNCTIONS, ast.Lambda))
-            if scope:
-                scopes.append(node)
-            for child in ast.iter_child_nodes(node):
-                visit(child)
-            if scope:
-                scopes.pop()
-            stack.pop()
-
-        visit(self.tree)
+                func = node.func
+                name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+                if name in _EVENT_NAMES:
+                    self._event(node, ancestors, scope)
+            inner = node if isinstance(node, (*FUNCTIONS, ast.Lambda)) else scope
+            for field_name in node._fields:
+                value = getattr(node, field_name, None)
+                child_scope = inner if field_name == "body" else scope
+                if isinstance(value, ast.AST):
+                    todo.append((value, ancestors, child_scope))
+                elif isinstance(value, list):
+                    for item in reversed(value):
+                        if isinstance(item, ast.AST):
+                            todo.append((item, ancestors, child_scope))
+        self.events.sort(key=lambda e: e.position)
         # an unknown ``x.step()`` is an optimizer step when the same ``x`` also ``zero_grad()``s in
         # that function (schedulers have no zero_grad, models no argument-less step)
         zeroed = {(id(self.scopes.get(id(e.node))), ast.unparse(e.receiver)) for e in self.events

@@ -210,7 +210,11 @@ class Module(Value):
                 and self.master == other.master and self.mode == other.mode)  # type: ignore[attr-defined]
 
     def __hash__(self) -> int:
-        return hash((2, self.cls, self.cast, self.cast_unknown, self.items, self.master, self.mode))
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash((2, self.cls, self.cast, self.cast_unknown, self.items, self.master, self.mode))
+            object.__setattr__(self, "_hash", cached)
+        return cached
 
     def cast_to(self, dtypes: int, origin: Optional[Origin]) -> "Module":
         items = tuple(i.cast_to(dtypes, origin) if isinstance(i, Module) else i for i in self.items)
@@ -373,6 +377,15 @@ class ClassVal(Value):
 
     def __hash__(self) -> int:
         return hash((5, id(self.info)))
+
+
+class Star:
+    """A ``*args`` argument of a call (its value is the collection)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Value) -> None:
+        self.value = value
 
 
 NONE = Scalar("none")
