@@ -400,6 +400,42 @@ def _settings_text(settings: "Settings", config_path: Optional[Path], selection,
     return "\n".join(lines) + "\n"
 
 
+@main.command("explain")
+@click.argument("location")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None, help="Configuration file.")
+@click.option("--isolated", is_flag=True, help="Ignore configuration files.")
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text")
+def explain_command(location: str, config_file: Optional[str], isolated: bool, output_format: str) -> None:
+    """Show what the analysis infers for the expressions at FILE:LINE, per context, with evidence."""
+    import json
+
+    from amp_lint.config import ConfigError
+    from amp_lint.discovery import discover
+    from amp_lint.explain import explain, render_text, to_json
+
+    path, _, line = location.rpartition(":")
+    if not path or not line.isdigit():
+        raise _fail(f"{location!r}: expected FILE:LINE")
+    if not Path(path).is_file():
+        raise _fail(f"{path}: no such file")
+    try:
+        settings, _ = _settings(config_file, isolated, (), (), (), None, None, _config_start([path], None))
+    except ConfigError as exc:
+        raise _fail(str(exc))
+    root = Path(settings.project_root)
+    files, _ = discover([str(root)], settings.exclude + settings.extend_exclude, root)
+    if not any(Path(f).resolve() == Path(path).resolve() for f in files):
+        files.append(path)
+    try:
+        result = explain(path, int(line), files, settings)
+    except ValueError as exc:
+        raise _fail(str(exc))
+    if output_format == "json":
+        click.echo(json.dumps(to_json(result), indent=2))
+    else:
+        click.echo(render_text(result), nl=False)
+
+
 @main.command("rule")
 @click.argument("code", required=False)
 @click.option("--all", "show_all", is_flag=True, help="Show every rule.")

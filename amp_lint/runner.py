@@ -137,6 +137,7 @@ def run(paths: Sequence[str], selection: Selection, options: RunOptions) -> List
             item.parsed = _parse(item.source, relative_to_root(item.source.path, root), selection)
     live = [i for i in inputs if i.parsed is not None]
     parsed = [i.parsed for i in live]
+    errors: List[Tuple[str, int, str]] = []
     if options.fix or options.diff:
         outcome = fix_files(parsed, settings, options.want_edits)  # type: ignore[arg-type]
         for item, text, fixed, findings in zip(live, outcome.texts, outcome.fixed, outcome.findings):
@@ -150,14 +151,22 @@ def run(paths: Sequence[str], selection: Selection, options: RunOptions) -> List
                         write_atomic(item.source.path, item.source.encode(text))
                     except OSError as exc:
                         item.report.error = f"cannot write fixed file: {exc.strerror or exc}"
+        errors.extend(outcome.errors)
         if not outcome.converged:
             for item in live:
                 if item.report.fixed:
                     item.report.warning = (f"fixes did not converge in {MAX_FIX_ROUNDS} rounds; "
                                            "run `amp-lint fix` again")
     else:
-        for item, findings in zip(live, lint_files(parsed, settings, options.want_edits)):  # type: ignore[arg-type]
+        for item, findings in zip(live, lint_files(parsed, settings, options.want_edits, errors)):  # type: ignore
             item.report.findings = findings
+    by_relpath = {i.parsed.relpath: i for i in live if i.parsed is not None}
+    for relpath, line, description in errors:
+        item = by_relpath.get(relpath)
+        if item is not None and item.report.warning is None:
+            where = f" (line {line})" if line else ""
+            item.report.warning = (f"internal error in the analysis{where}, its code was left unanalysed: "
+                                   f"{description}; please report it")
     for item in inputs:
         if options.keep_source:
             item.report.source = item.source

@@ -25,7 +25,7 @@ from amp_lint.engine.fixing import FixContext
 from amp_lint.engine.noqa import Suppressions, parse_suppressions
 from amp_lint.findings import Applicability, Finding, Fix, Location, Related, Severity
 from amp_lint.semantics.facts import Facts
-from amp_lint.semantics.interpreter import Interpreter
+from amp_lint.semantics.interpreter import DEBUG, Interpreter
 from amp_lint.semantics.program import SourceModule, extra_roots
 from amp_lint.source import SourceFile
 
@@ -98,6 +98,11 @@ class Analysis:
     modules: Dict[int, SourceModule]
     facts: Facts
 
+    @property
+    def errors(self) -> List[Tuple[str, int, str]]:
+        """Internal errors of the analysis and the rules (path, line, description)."""
+        return self.facts.interpreter.errors
+
 
 def analyse(files: Sequence[ParsedFile], settings: Settings) -> Analysis:
     modules: Dict[int, SourceModule] = {}
@@ -130,7 +135,12 @@ def check(files: Sequence[ParsedFile], settings: Settings, analysis: Optional[An
         rules = active_rules(parsed.text, parsed.rules)
         ctx = CheckContext(module, settings, analysis.facts)
         if rules:
-            walk(ctx, [rule(ctx) for rule in rules])
+            try:
+                walk(ctx, [rule(ctx) for rule in rules])
+            except Exception as exc:  # a rule bug must not end the run: this file's findings so far stand
+                if DEBUG:
+                    raise
+                analysis.errors.append((module.relpath, 0, f"{type(exc).__name__}: {exc}"))
         out[index] = ctx.findings
     return analysis, out
 
@@ -195,9 +205,12 @@ def _build(plan, fctx: FixContext):
         return None  # a fix that cannot be built is no fix; the finding still stands
 
 
-def lint_files(files: Sequence[ParsedFile], settings: Settings, want_edits: bool = False) -> List[List[Finding]]:
-    """The findings of each file, analysed together."""
+def lint_files(files: Sequence[ParsedFile], settings: Settings, want_edits: bool = False,
+               errors: Optional[List[Tuple[str, int, str]]] = None) -> List[List[Finding]]:
+    """The findings of each file, analysed together (internal errors, if any, go to ``errors``)."""
     analysis, raws = check(files, settings)
+    if errors is not None:
+        errors.extend(analysis.errors)
     paths = {m.relpath: m.path for m in analysis.modules.values()}
     return [findings_of(parsed, analysis.modules.get(i), raws.get(i, []), settings, want_edits, paths)
             for i, parsed in enumerate(files)]
@@ -210,6 +223,7 @@ class FixOutcome:
     fixed: List[int]
     findings: List[List[Finding]]
     converged: bool = True
+    errors: List[Tuple[str, int, str]] = field(default_factory=list)
 
 
 def fix_files(files: Sequence[ParsedFile], settings: Settings, want_edits: bool = False,
@@ -248,7 +262,7 @@ def fix_files(files: Sequence[ParsedFile], settings: Settings, want_edits: bool 
     paths = {m.relpath: m.path for m in analysis.modules.values()}
     findings = [findings_of(parsed, analysis.modules.get(i), raws.get(i, []), settings, want_edits, paths)
                 for i, parsed in enumerate(current)]
-    return FixOutcome([p.text for p in current], fixed, findings, converged)
+    return FixOutcome([p.text for p in current], fixed, findings, converged, list(analysis.errors))
 
 
 def apply_plans(text: str, plans) -> Optional[Tuple[str, int]]:

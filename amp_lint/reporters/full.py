@@ -49,6 +49,9 @@ def render(findings: List[Finding], *, unsafe_fixes: bool, show_fixes: bool) -> 
         lines = [header(finding, unsafe_fixes)]
         lines += _snippet(finding)
         pad = " " * len(str(finding.location.row))
+        for index, step in enumerate(finding.related):
+            lead = "because" if index == 0 else "  then"
+            lines.append(f"{pad} = {lead}: {step.filename}:{step.row}: {one_line(step.message)}")
         if finding.fix_title:
             lines.append(f"{pad} = help: {one_line(finding.fix_title)}")
         if show_fixes:

@@ -46,6 +46,10 @@ def to_dict(finding: Finding) -> Dict[str, Any]:
         "severity": finding.severity.value,
         "precision_context": finding.precision_context,
         "confidence": finding.confidence,
+        "evidence": [
+            {"filename": absolute_filename(step.filename), "row": step.row, "message": step.message}
+            for step in finding.related
+        ],
     }
 
 

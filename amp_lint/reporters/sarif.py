@@ -114,6 +114,18 @@ def _result(finding: Finding, rule_index: int, root: Optional[str]) -> Dict[str,
             "confidence": finding.confidence,
         },
     }
+    if finding.related:
+        result["relatedLocations"] = [
+            {
+                "id": index,
+                "physicalLocation": {
+                    "artifactLocation": artifact_location(step.filename, root),
+                    "region": {"startLine": step.row},
+                },
+                "message": {"text": step.message},
+            }
+            for index, step in enumerate(finding.related)
+        ]
     if finding.fix is not None and finding.fix.edits:
         result["fixes"] = [_fix(finding.fix, location)]
     return result

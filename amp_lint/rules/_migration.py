@@ -120,6 +120,9 @@ class Migration:
     # -- planning ----------------------------------------------------------------------------------
     def plan(self) -> Tuple[Optional[Plan], str]:
         step = self.step
+        if step.steps_via:
+            call = ast.unparse(step.steps_via[0].node.func)
+            return None, f"the optimizer steps inside `{call}()`; route its `step()` through a GradScaler by hand"
         if not step.steps and not step.scaler_steps:
             return None, "no optimizer step after `.backward()`"
         for event in step.steps:

@@ -20,6 +20,7 @@ value that its submodules and parameters adopt when read.
 from __future__ import annotations
 
 import ast
+import os
 import sys
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
@@ -35,6 +36,8 @@ from amp_lint.semantics.values import (
 #: An autocast state: None (no autocast) or (device, dtype bit); device "cuda", "cpu" or "apex" (O1).
 State = Optional[Tuple[str, int]]
 
+#: Set ``AMP_LINT_DEBUG=1`` to let internal errors of the analysis propagate (development).
+DEBUG = bool(os.environ.get("AMP_LINT_DEBUG"))
 MAX_CONTEXTS = 8
 MAX_WIDENINGS = 3
 MAX_DEPTH = 40
@@ -43,11 +46,12 @@ MAX_LOOP_ITERATIONS = 4
 
 @dataclass(frozen=True)
 class CallSite:
-    """One step of a call path: ``callee`` called at ``path:line``."""
+    """One step of a call path: ``callee`` called at ``path:line`` (by the call node ``node_id``)."""
 
     path: str
     line: int
     callee: str
+    node_id: int = 0
 
 
 @dataclass(eq=False)
@@ -133,6 +137,10 @@ class Interpreter:
         self.half_scalers: Dict[str, Origin] = {}
         #: mixed precision owned by a framework: (kind, precision text or None, origin)
         self.frameworks: List[Tuple[str, Optional[str], Optional[Origin]]] = []
+        #: ids of the call nodes through which an optimizer's ``step()`` ran (``opt.step_and_update_lr()``)
+        self.stepping_calls: Set[int] = set()
+        #: internal errors met (path, line, description): the code there is left unknown
+        self.errors: List[Tuple[str, int, str]] = []
         for module in self.modules:
             self._collect(module)
 
@@ -190,6 +198,10 @@ class Interpreter:
             self.exec_block(module.tree.body, frame)
         except RecursionError:  # pragma: no cover - pathological nesting
             pass
+        except Exception as exc:  # an analysis bug must not end the run: this module stays unknown
+            if DEBUG:
+                raise
+            self.errors.append((module.relpath, 0, f"{type(exc).__name__}: {exc}"))
         finally:
             module.env = frame.env
             self.live.pop(id(module), None)
@@ -932,7 +944,12 @@ class Interpreter:
         if isinstance(receiver, ClassVal):
             found = self.class_lookup(receiver.info, name)
             if isinstance(found, FunctionInfo):
+                decorators = getattr(found, "decorators", ())
+                if any(isinstance(d, Builtin) and d.name == "classmethod" for d in decorators):
+                    return FuncVal(found, receiver)  # ``Model.from_pretrained(...)``: cls is the class
                 return FuncVal(found)
+            if found is None and name == "from_pretrained":
+                return Method(receiver, name)  # inherited from a library base class
             return found if found is not None else UNKNOWN
         if isinstance(receiver, Obj):
             return torch_api.obj_attr(receiver, name)
@@ -1158,7 +1175,7 @@ class Interpreter:
             if torch_api.is_custom_fwd_fp32(dec):
                 state = None
                 env = {k: (Tensor(F32) if isinstance(v, Tensor) and v.dtypes & FLOATS else v) for k, v in env.items()}
-        site = CallSite(frame.module.relpath, getattr(node, "lineno", 0), info.qualname)
+        site = CallSite(frame.module.relpath, getattr(node, "lineno", 0), info.qualname, id(node))
         stack = (frame.stack + (site,))[-12:]
         summary = self._invoke(info, env, names, state, stack, origin=origin)
         if summary is None:
@@ -1218,6 +1235,11 @@ class Interpreter:
                 if frame.yields is not None:
                     frame.returns = Coll(frame.yields)
         except RecursionError:
+            frame.returns = UNKNOWN
+        except Exception as exc:  # an analysis bug must not end the run: this function stays unknown
+            if DEBUG:
+                raise
+            self.errors.append((info.module.relpath, getattr(info.node, "lineno", 0), f"{type(exc).__name__}: {exc}"))
             frame.returns = UNKNOWN
         finally:
             self.depth -= 1

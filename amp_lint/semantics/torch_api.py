@@ -754,7 +754,7 @@ def call_ext(interp: "Interpreter", frame: "Frame", qualified: str, args: List[V
     if qualified.startswith("torch."):
         return torch_function(interp, frame, qualified, short, positional, kwargs, node)
     if short[:1].isupper() and short not in ("Path",):
-        return library_object(qualified, positional, kwargs, frame, node)
+        return library_object(interp, qualified, positional, kwargs, frame, node)
     return UNKNOWN
 
 
@@ -958,8 +958,8 @@ def _mark_apex(model: Module) -> Module:
     return Module(model.cls, model.cast, model.cast_unknown, model.origin, model.items, model.master, "apex-O1")
 
 
-def library_object(qualified: str, positional: List[Value], kwargs: Dict[str, Value], frame: "Frame",
-                   node: Optional[ast.AST]) -> Value:
+def library_object(interp: "Interpreter", qualified: str, positional: List[Value], kwargs: Dict[str, Value],
+                   frame: "Frame", node: Optional[ast.AST]) -> Value:
     short = qualified.rsplit(".", 1)[-1]
     framework = trainingdata.FRAMEWORK_PRECISION.get(short)
     if framework is not None and (qualified.split(".")[0] in trainingdata.FRAMEWORK_PACKAGES):
@@ -1147,6 +1147,7 @@ def obj_method(interp: "Interpreter", frame: "Frame", value: Obj, name: str, arg
                 else obj("nullcontext")
         return UNKNOWN
     if kind == "optimizer" and name == "step":
+        interp.stepping_calls.update(site.node_id for site in frame.stack)
         return NONE
     return UNKNOWN
 

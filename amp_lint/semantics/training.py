@@ -55,6 +55,8 @@ class TrainingStep:
     loop: Optional[ast.AST]
     function: Optional[ast.AST]
     steps: List[Event] = field(default_factory=list)
+    #: calls that step an optimizer inside (``optimizer.step_and_update_lr()``)
+    steps_via: List[Event] = field(default_factory=list)
     scaler_steps: List[Event] = field(default_factory=list)
     updates: List[Event] = field(default_factory=list)
     unscales: List[Event] = field(default_factory=list)
@@ -132,6 +134,7 @@ class TrainingModel:
     # -- collection --------------------------------------------------------------------------------
     def _collect(self) -> None:
         scopes = self.scopes
+        stepping = self.facts.interpreter.stepping_calls
         todo: List[Tuple[ast.AST, Tuple[ast.AST, ...], ast.AST]] = [(self.tree, (), self.tree)]
         while todo:
             node, ancestors, scope = todo.pop()
@@ -142,6 +145,10 @@ class TrainingModel:
                 name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
                 if name in _EVENT_NAMES:
                     self._event(node, ancestors, scope)
+                elif id(node) in stepping:  # a call that steps an optimizer inside (a scheduling wrapper)
+                    self.events.append(Event("step_via", node, ancestors + (node,),
+                                             func.value if isinstance(func, ast.Attribute) else None,
+                                             list(self.facts.observations(node, scope))))
             inner = node if isinstance(node, (*FUNCTIONS, ast.Lambda)) else scope
             for field_name in node._fields:
                 value = getattr(node, field_name, None)
@@ -275,10 +282,10 @@ class TrainingModel:
                     step.zero_grads.append(other)
                 elif other.kind != "scale" and other.position > event.position:
                     {"step": step.steps, "scaler_step": step.scaler_steps, "update": step.updates,
-                     "clip": step.clips}[other.kind].append(other)
-            if not step.steps and not step.scaler_steps:
+                     "clip": step.clips, "step_via": step.steps_via}[other.kind].append(other)
+            if not step.steps and not step.scaler_steps and not step.steps_via:
                 continue
-            last = max(e.position for e in step.steps + step.scaler_steps)
+            last = max(e.position for e in step.steps + step.scaler_steps + step.steps_via)
             step.clips = [c for c in step.clips if c.position < last]
             claimed[key] = step
             out.append(step)
