@@ -11,14 +11,16 @@ parsing the file again; for the same reason there are no worker processes.)
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import difflib
+import gc
 import hashlib
 import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Type
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Type
 
 from amp_lint.cache import Cache, content_digest
 from amp_lint.config import Settings, enabled_codes, ignored_for_path
@@ -132,6 +134,31 @@ def run(paths: Sequence[str], selection: Selection, options: RunOptions) -> List
                 for report, item in zip(out, inputs):
                     report.source = item.source
             return out
+    with _fewer_collections():
+        return _analyse_and_report(inputs, selection, options, cache, project)
+
+
+@contextlib.contextmanager
+def _fewer_collections() -> Iterator[None]:
+    """No cyclic garbage collection during a run. The analysis allocates millions of short-lived
+    values while the syntax trees and recorded values of the whole program stay alive, and each
+    collection re-scans them: on microsoft/LoRA (815 files) collections took a third of the CPU time
+    even with the parsed trees frozen and a 50,000-allocation threshold (user 27-30 s, 18-19 s
+    with collection off; peak memory 736 MB and 784 MB). What the run allocates is nearly all
+    acyclic and freed by reference counting; the collector runs again when the run ends."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _analyse_and_report(inputs: List["_Input"], selection: Selection, options: RunOptions,
+                        cache: Optional[Cache], project: str) -> List[FileReport]:
+    settings = selection.settings
+    root = settings.project_root
     for item in inputs:
         if item.source is not None:
             item.parsed = _parse(item.source, relative_to_root(item.source.path, root), selection)

@@ -227,8 +227,9 @@ def test_output_format_json(project: Path) -> None:
     first = data[0]
     assert set(first) == {
         "code", "message", "filename", "location", "end_location", "fix", "noqa_row", "url",
-        "name", "severity", "precision_context", "confidence",
+        "name", "severity", "precision_context", "confidence", "evidence",
     }  # fmt: skip
+    assert first["evidence"] == []  # a deprecated call needs no precision evidence
     assert first["name"] == "deprecated-cuda-amp-api"
     assert first["severity"] == "migration"
     assert first["end_location"] == {"row": 3, "column": 37}

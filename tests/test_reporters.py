@@ -8,14 +8,14 @@ from typing import Optional
 
 import pytest
 
-from amp_lint.findings import LEVELS, Applicability, Edit, Finding, Fix, Location, Severity
+from amp_lint.findings import LEVELS, Applicability, Edit, Finding, Fix, Location, Related, Severity
 from amp_lint.reporters import FORMATS, RuleMeta, render, render_statistics, render_summary
 
 #: The official SARIF 2.1.0 schema, vendored (see tests/data/README.md).
 SCHEMA = Path(__file__).resolve().parent / "data" / "sarif-schema-2.1.0.json"
 JSON_KEYS = {
     "code", "message", "filename", "location", "end_location", "fix", "noqa_row", "url",
-    "name", "severity", "precision_context", "confidence",
+    "name", "severity", "precision_context", "confidence", "evidence",
 }  # fmt: skip
 
 MASK_LINE = "    scores = scores.masked_fill(mask, -1e9)\n"
@@ -214,6 +214,7 @@ def test_json_keys_values_and_fix() -> None:
         "severity": "error",
         "precision_context": "AUTOCAST_FP16",
         "confidence": "high",
+        "evidence": [],
     }
     assert model["url"].endswith("/AMP301.md")
     assert train["fix"]["applicability"] == "safe"
@@ -503,3 +504,34 @@ def test_statistics_json_has_rufs_keys() -> None:
 )
 def test_summary(args: tuple, kwargs: dict, expected: str) -> None:
     assert render_summary(*args, **kwargs) == expected
+
+
+def with_evidence() -> Finding:
+    """AMP301 whose half-precision evidence is two steps in another file."""
+    finding = overflow()
+    finding.related = [
+        Related("train.py", 12, "cast to half: `model.half()`"),
+        Related("train.py", 30, "calls `attend`"),
+    ]
+    return finding
+
+
+def test_evidence_in_full_json_and_sarif(sarif_validator) -> None:
+    finding = with_evidence()
+    full = render([finding], "full", unsafe_fixes=False, show_fixes=False)
+    assert "  = because: train.py:12: cast to half: `model.half()`" in full
+    assert "  =   then: train.py:30: calls `attend`" in full
+    assert full.index("because") < full.index("= help")
+    data = json.loads(render([finding], "json"))
+    assert data[0]["evidence"] == [
+        {"filename": os.path.abspath("train.py"), "row": 12, "message": "cast to half: `model.half()`"},
+        {"filename": os.path.abspath("train.py"), "row": 30, "message": "calls `attend`"},
+    ]
+    assert json.loads(render([overflow()], "json"))[0]["evidence"] == []
+    log = json.loads(render([finding], "sarif", rules=None, tool_version="9.9.9"))
+    assert list(sarif_validator.iter_errors(log)) == []
+    related = log["runs"][0]["results"][0]["relatedLocations"]
+    assert [(r["id"], r["physicalLocation"]["region"]["startLine"], r["message"]["text"]) for r in related] == [
+        (0, 12, "cast to half: `model.half()`"), (1, 30, "calls `attend`"),
+    ]
+    assert related[0]["physicalLocation"]["artifactLocation"]["uri"].endswith("train.py")

@@ -9,6 +9,7 @@ from amp_lint.engine.checker import CheckContext
 from amp_lint.engine.fixing import FixPlan
 from amp_lint.rules._migration import Migration
 from amp_lint.semantics.training import TrainingModel, TrainingStep
+from amp_lint.semantics.values import Coll, Obj, Seq, Tensor, Value, element, options
 
 _TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test|conftest)\.py$|(^|/)tests?/")
 
@@ -39,6 +40,34 @@ def in_test(ancestors: Sequence[ast.AST]) -> bool:
 def framework_precision(ctx: CheckContext) -> List[Tuple[str, Optional[str]]]:
     """(kind, precision) of the frameworks that own mixed precision anywhere in the program."""
     return [(kind, precision) for kind, precision, _ in ctx.facts.interpreter.frameworks]
+
+
+def optimizes_plain_tensors(step: TrainingStep) -> bool:
+    """Whether every optimizer the step steps is known to optimise tensors built by the script
+    (a latent, an input for saliency) and no module parameter: no network is trained."""
+    seen = False
+    for event in step.steps:
+        for value in event.values(event.receiver):
+            for option in options(value):
+                if not (isinstance(option, Obj) and option.kind == "optimizer"):
+                    return False
+                if not _plain_tensors(option.get("params")):
+                    return False
+                seen = True
+    return seen
+
+
+def _plain_tensors(params: Optional[Value]) -> bool:
+    """A list of tensors none of which may be a module parameter, one at least known."""
+    known = False
+    for option in options(params) if params is not None else ():
+        if not isinstance(option, (Seq, Coll)):
+            return False
+        for item in options(element(option)):
+            if not isinstance(item, Tensor) or item.param:
+                return False
+            known = known or not item.unknown
+    return known
 
 
 def migration_plan(ctx: CheckContext, step: TrainingStep, title: str, **options) -> Tuple[Optional[FixPlan], str]:

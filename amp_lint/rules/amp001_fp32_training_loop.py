@@ -4,7 +4,9 @@ from __future__ import annotations
 from amp_lint.findings import Applicability, Severity
 from amp_lint.semantics.values import HALF
 from amp_lint.rules._migration import Migration
-from amp_lint.rules._training import framework_precision, in_test, is_test_file, training_model
+from amp_lint.rules._training import (
+    framework_precision, in_test, is_test_file, optimizes_plain_tensors, training_model,
+)
 from amp_lint.rules.base import Invalid, Rule, Valid
 
 
@@ -24,7 +26,9 @@ class Fp32TrainingLoop(Rule):
     (accelerate, Lightning, Hugging Face `Trainer`, DeepSpeed, FSDP mixed precision) owns the
     precision anywhere in the program. Optimizers are recognised by value (built by a
     `torch.optim` class) or by use (`x.zero_grad()` and `x.step()` on the same object). Loops in
-    test files and test functions are not reported, and a loop is reported once.
+    test files and test functions are not reported, nor loops whose optimizer is known to
+    optimise only tensors the script built (a latent through a frozen generator), and a loop is
+    reported once.
 
     This rule is off by default: an fp32 loop is a migration opportunity, not a hazard. Select it
     (`--extend-select AMP001`) to find the loops worth migrating, and `amp-lint fix --unsafe-fixes
@@ -77,6 +81,17 @@ class Fp32TrainingLoop(Rule):
             scaler.scale(loss).backward()
             scaler.step(opt)
             scaler.update()
+        """),
+        Valid("""
+        import torch
+        # a latent optimised through a frozen generator: no network is trained
+        w = torch.zeros(1, 512, dtype=torch.float32, requires_grad=True)
+        optimizer = torch.optim.Adam([w], lr=0.1)
+        for step in range(100):
+            loss = (G(w) - target).square().mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
         """),
         Valid("""
         import torch
@@ -244,6 +259,8 @@ class Fp32TrainingLoop(Rule):
                 continue
             if any(t.scaled for t in step.loss_tensors()):
                 continue  # hand-rolled loss scaling: mixed precision by hand
+            if optimizes_plain_tensors(step):
+                continue  # a latent or an input optimised through a frozen network
             migration = Migration(self.ctx, model, step)
             plan, reason = migration.plan()
             message = "Training loop runs in fp32"

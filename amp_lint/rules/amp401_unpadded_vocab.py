@@ -198,10 +198,10 @@ class UnpaddedVocab(Rule):
             self.tied.update(weight_owners(node.right))
 
     def visit_Assign(self, node: ast.Assign) -> None:
-        target = ast.unparse(node.targets[0])
-        value = ast.unparse(node.value)
-        if target.endswith(".weight") and value.endswith(".weight"):
-            self.tied.update({target[: -len(".weight")], value[: -len(".weight")]})
+        target, value = node.targets[0], node.value
+        if isinstance(target, ast.Attribute) and target.attr == "weight" \
+                and isinstance(value, ast.Attribute) and value.attr == "weight":
+            self.tied.update({ast.unparse(target.value), ast.unparse(value.value)})
 
     def finish(self) -> None:
         head_sizes = set()

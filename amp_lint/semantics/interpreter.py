@@ -30,7 +30,7 @@ from amp_lint.semantics.program import ClassInfo, FunctionInfo, ModuleIndex, Nam
 from amp_lint.semantics.values import (
     BOOL, F16, F32, FLOATS, HALF, INT, NONE, UNKNOWN, Builtin, ClassVal, Coll, DictVal, DType, Ext, FuncVal, Star,
     Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Union, Value, element, join, options,
-    promote, with_condition,
+    promote, with_condition, without_condition,
 )
 
 #: An autocast state: None (no autocast) or (device, dtype bit); device "cuda", "cpu" or "apex" (O1).
@@ -128,6 +128,8 @@ class Interpreter:
         self.seeds: List[Tuple[Module, SourceModule, Optional[Origin]]] = []
         #: creation sites of optimizers passed to a wrapper that keeps fp32 master weights
         self.master_wrapped: Set[str] = set()
+        #: texts of the branch conditions some half evidence was marked with (``args.fp16``)
+        self.conditions: Set[str] = set()
         #: ids of torch.nn constructor calls whose module ran in half (cast, or called under autocast)
         self.half_layers: Set[int] = set()
 
@@ -477,18 +479,30 @@ class Interpreter:
         if decided is False:
             return self.exec_block(node.orelse, frame)
         before = frame.env
-        frame.env = dict(before)
+        false_in_then: List[str] = []
+        false_in_else: List[str] = []
+        if self.conditions:  # only once some evidence is conditional
+            false_in_then, false_in_else = _refuted_flags(node.test, frame.module)
+            false_in_then = [c for c in false_in_then if c in self.conditions]
+            false_in_else = [c for c in false_in_else if c in self.conditions]
+        frame.env = _refine(before, false_in_then)
         alive_then = self.exec_block(node.body, frame)
         env_then = frame.env
-        frame.env = dict(before)
+        frame.env = _refine(before, false_in_else)
         alive_else = self.exec_block(node.orelse, frame)
         env_else = frame.env
         if not alive_then and not alive_else:
             frame.env = env_else
             return False
         frame.env = join_envs(env_then if alive_then else None, env_else if alive_else else None,
-                              lambda: frame.module.segment(node.test, 40))
+                              lambda: self._condition_texts(node.test, frame.module))
         return True
+
+    def _condition_texts(self, test: ast.AST, module: SourceModule) -> Tuple[str, str]:
+        """:func:`condition_texts`, remembered as conditions some evidence depends on."""
+        texts = condition_texts(test, module)
+        self.conditions.update(texts)
+        return texts
 
     def _s_match(self, node: ast.Match, frame: Frame) -> bool:
         self.ev(node.subject, frame)
@@ -836,8 +850,9 @@ class Interpreter:
         if body is None or orelse is None:
             return body if body is not None else (orelse if orelse is not None else UNKNOWN)
         joined = join(body, orelse)
-        if body != orelse:
-            joined = with_condition(joined, frame.module.segment(node.test, 40))
+        side = _half_side(body, orelse) if body != orelse else 0
+        if side:
+            joined = with_condition(joined, self._condition_texts(node.test, frame.module)[side - 1])
         return joined
 
     def _e_tuple(self, node: ast.AST, frame: Frame) -> Value:
@@ -1346,6 +1361,37 @@ def _is_static(node: ast.AST) -> bool:
     return False
 
 
+def _refuted_flags(test: ast.AST, module: SourceModule) -> Tuple[List[str], List[str]]:
+    """The conditions known false in the then- and the else-branch of ``if test:`` (by their
+    text, as :func:`condition_texts` writes them into origins): ``X`` is false in the else of
+    ``if X`` and of ``if X or Y``, ``not X`` in the then of ``if X``."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        false_in_else: List[str] = []
+        for value in test.values:
+            false_in_else.extend(_refuted_flags(value, module)[1])
+        return [], false_in_else
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        false_in_then: List[str] = []
+        for value in test.values:
+            false_in_then.extend(_refuted_flags(value, module)[0])
+        return false_in_then, [condition_texts(test, module)[0]]
+    if isinstance(test, (ast.Name, ast.Attribute, ast.Subscript, ast.Call, ast.Compare, ast.UnaryOp)):
+        text, negated = condition_texts(test, module)
+        return [negated], [text]
+    return [], []
+
+
+def _refine(env: Dict[str, Value], false_conditions: List[str]) -> Dict[str, Value]:
+    """A copy of ``env`` on a path where ``false_conditions`` are false."""
+    out = dict(env)
+    if not false_conditions:
+        return out
+    for condition in false_conditions:
+        for name, value in out.items():
+            out[name] = without_condition(value, condition)
+    return out
+
+
 def _truth(node: ast.AST, value: Value) -> Optional[bool]:
     """A branch decided statically: literal constants and ``TYPE_CHECKING`` only."""
     if isinstance(node, ast.Constant):
@@ -1398,31 +1444,34 @@ def adopt(value: Value, owner: Module) -> Value:
 
 
 def join_envs(a: Optional[Dict[str, Value]], b: Optional[Dict[str, Value]],
-              condition: Optional[Callable[[], str]]) -> Optional[Dict[str, Value]]:
-    """Join two environments; values that differ get ``condition`` as evidence when given."""
+              condition: Optional[Callable[[], Tuple[str, str]]]) -> Optional[Dict[str, Value]]:
+    """Join two environments. With ``condition`` (the test's text and its negation, ``a`` being the
+    environment where the test held), a value half on one side only gets the side's condition as
+    evidence."""
     if a is None:
         return dict(b) if b is not None else None
     if b is None:
         return dict(a)
     out: Dict[str, Value] = {}
-    cond_text: Optional[str] = None
+    texts: Optional[Tuple[str, str]] = None
     for key in a.keys() | b.keys():
         va, vb = a.get(key), b.get(key)
         if va is vb or (va is not None and vb is not None and va == vb):
             out[key] = va if va is not None else vb  # type: ignore[assignment]
             continue
         joined = join(va, vb)
-        if condition is not None and va is not None and vb is not None and _half_differs(va, vb):
-            if cond_text is None:
-                cond_text = condition()
-            joined = with_condition(joined, cond_text)
+        side = _half_side(va, vb) if condition is not None and va is not None and vb is not None else 0
+        if side:
+            if texts is None:
+                texts = condition()  # type: ignore[misc]
+            joined = with_condition(joined, texts[0] if side == 1 else texts[1])
         out[key] = joined
     return out
 
 
-def _half_differs(a: Value, b: Value) -> bool:
-    """Whether one branch makes a value half and the other keeps the same kind of value wider
-    (``model.half()`` on one path only): that is when the branch condition is the precision's."""
+def _half_side(a: Value, b: Value) -> int:
+    """1 when only ``a`` is half and ``b`` is the same kind of value wider (``model.half()`` on one
+    path only: the branch condition is the precision's), 2 the other way round, else 0."""
     def dtypes(v: Value) -> Tuple[int, int]:
         half = wide = 0
         for o in options(v):
@@ -1433,7 +1482,21 @@ def _half_differs(a: Value, b: Value) -> bool:
 
     half_a, wide_a = dtypes(a)
     half_b, wide_b = dtypes(b)
-    return bool((half_a and not half_b and wide_b) or (half_b and not half_a and wide_a))
+    if half_a and not half_b and wide_b:
+        return 1
+    if half_b and not half_a and wide_a:
+        return 2
+    return 0
+
+
+def condition_texts(test: ast.AST, module: SourceModule) -> Tuple[str, str]:
+    """The text of a branch test and of its negation, as conditions of evidence read them."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        text = module.segment(test, 40)
+        return text, module.segment(test.operand, 40)
+    text = module.segment(test, 40)
+    simple = isinstance(test, (ast.Name, ast.Attribute, ast.Subscript, ast.Call))
+    return text, f"not {text}" if simple else f"not ({text})"
 
 
 def envs_equal(a: Dict[str, Value], b: Dict[str, Value]) -> bool:

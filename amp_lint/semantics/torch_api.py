@@ -518,7 +518,8 @@ def module_method(interp: "Interpreter", frame: "Frame", module: Module, name: s
     if name in ("cuda", "cpu", "eval", "train", "requires_grad_", "share_memory", "xpu", "ipu", "to_empty"):
         return module
     if name in ("parameters", "named_parameters", "buffers", "named_buffers"):
-        return obj("parameters", module=module, named=Scalar("bool", name.startswith("named")))
+        return obj("parameters", module=module, named=Scalar("bool", name.startswith("named")),
+                   buffers=Scalar("bool", name.endswith("buffers")))
     if name in ("modules", "children", "named_modules", "named_children"):
         sub = Module(None, module.cast, module.cast_unknown, module.origin)
         return Coll(Seq((Scalar("str"), sub)) if name.startswith("named") else sub)
@@ -623,12 +624,14 @@ def call_torch_module(interp: "Interpreter", frame: "Frame", module: Module, arg
 def params_tensor(parameters: Obj) -> Value:
     """What iterating ``model.parameters()`` yields."""
     tensor: Optional[Value] = None
+    buffers = parameters.get("buffers")
+    param = not (isinstance(buffers, Scalar) and buffers.value)
     for module in options(parameters.get("module") or UNKNOWN):
         if not isinstance(module, Module):
-            tensor = join(tensor, Tensor(0, True, param=True))
+            tensor = join(tensor, Tensor(0, True, param=param))
             continue
         tensor = join(tensor, Tensor(module.cast & FLOATS if module.cast else 0, module.cast_unknown or not module.cast,
-                                     module.origin if module.cast & HALF else None, param=True))
+                                     module.origin if module.cast & HALF else None, param=param))
     assert tensor is not None
     named = parameters.get("named")
     if isinstance(named, Scalar) and named.value:
@@ -1225,6 +1228,9 @@ def unknown_method(interp: "Interpreter", frame: "Frame", name: str, args: List[
         if isinstance(target, DType) and target.dtypes and not target.unknown:
             bit = target.dtypes
     if not bit:
+        if name in ("parameters", "named_parameters") and not args:
+            return obj("parameters", module=UNKNOWN, named=Scalar("bool", name == "named_parameters"),
+                       buffers=Scalar("bool", False))
         return derived(args, kwargs)
     if not bit & FLOATS:
         return Tensor(bit)  # ``.long()``, ``.bool()``: only tensors have them

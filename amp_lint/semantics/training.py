@@ -119,6 +119,15 @@ def is_tensor(value: Value) -> bool:
     return any(isinstance(o, Tensor) for o in options(value))
 
 
+def _ancestors(chain: Optional[tuple]) -> Tuple[ast.AST, ...]:
+    """The nodes of a (node, parent chain) link, outermost first, the node itself last."""
+    out: List[ast.AST] = []
+    while chain is not None:
+        out.append(chain[0])
+        chain = chain[1]
+    return tuple(reversed(out))
+
+
 class TrainingModel:
     """The training steps of one file."""
 
@@ -135,18 +144,19 @@ class TrainingModel:
     def _collect(self) -> None:
         scopes = self.scopes
         stepping = self.facts.interpreter.stepping_calls
-        todo: List[Tuple[ast.AST, Tuple[ast.AST, ...], ast.AST]] = [(self.tree, (), self.tree)]
+        # ancestors as a linked chain (node, parent chain), made a tuple only for events
+        todo: List[Tuple[ast.AST, Optional[tuple], ast.AST]] = [(self.tree, None, self.tree)]
         while todo:
-            node, ancestors, scope = todo.pop()
-            ancestors = ancestors + (node,)
+            node, parents, scope = todo.pop()
+            chain = (node, parents)
             scopes[id(node)] = scope
             if isinstance(node, ast.Call):
                 func = node.func
                 name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
                 if name in _EVENT_NAMES:
-                    self._event(node, ancestors, scope)
+                    self._event(node, _ancestors(chain), scope)
                 elif id(node) in stepping:  # a call that steps an optimizer inside (a scheduling wrapper)
-                    self.events.append(Event("step_via", node, ancestors + (node,),
+                    self.events.append(Event("step_via", node, _ancestors(chain) + (node,),
                                              func.value if isinstance(func, ast.Attribute) else None,
                                              list(self.facts.observations(node, scope))))
             inner = node if isinstance(node, (*FUNCTIONS, ast.Lambda)) else scope
@@ -154,11 +164,11 @@ class TrainingModel:
                 value = getattr(node, field_name, None)
                 child_scope = inner if field_name == "body" else scope
                 if isinstance(value, ast.AST):
-                    todo.append((value, ancestors, child_scope))
+                    todo.append((value, chain, child_scope))
                 elif isinstance(value, list):
                     for item in reversed(value):
                         if isinstance(item, ast.AST):
-                            todo.append((item, ancestors, child_scope))
+                            todo.append((item, chain, child_scope))
         self.events.sort(key=lambda e: e.position)
         # an unknown ``x.step()`` is an optimizer step when the same ``x`` also ``zero_grad()``s in
         # that function (schedulers have no zero_grad, models no argument-less step)

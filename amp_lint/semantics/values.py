@@ -132,7 +132,7 @@ class Tensor(Value):
     origin: Optional[Origin] = None
     #: the value was multiplied by a loss scale (hand-rolled loss scaling)
     scaled: bool = False
-    #: a parameter or buffer of a module (cast with it)
+    #: a parameter of a module on some path (cast with it; a join keeps it when either side has it)
     param: bool = False
     #: half dtypes its autograd graph went through (a loss computed under fp16 autocast is fp32 but
     #: its gradients flow through fp16 ops)
@@ -441,7 +441,7 @@ def _join_same(a: Value, b: Value) -> Optional[Value]:
     if isinstance(a, Tensor):
         assert isinstance(b, Tensor)
         origin = a.origin if (a.origin is not None and a.half) or b.origin is None else b.origin
-        return Tensor(a.dtypes | b.dtypes, a.unknown or b.unknown, origin, a.scaled and b.scaled, a.param and b.param,
+        return Tensor(a.dtypes | b.dtypes, a.unknown or b.unknown, origin, a.scaled and b.scaled, a.param or b.param,
                       a.graph | b.graph)
     if isinstance(a, Scalar):
         assert isinstance(b, Scalar)
@@ -474,6 +474,9 @@ def _join_same(a: Value, b: Value) -> Optional[Value]:
         assert isinstance(b, Obj)
         if a.kind != b.kind:
             return None
+        site_a, site_b = a.get("site"), b.get("site")
+        if isinstance(site_a, Scalar) and isinstance(site_b, Scalar) and site_a.value != site_b.value:
+            return None  # objects built at different sites stay apart (an optimizer wrapped on one path)
         keys = sorted({k for k, _ in a.attrs} | {k for k, _ in b.attrs})
         return Obj(a.kind, tuple((k, join(a.get(k), b.get(k))) for k in keys))
     if isinstance(a, Autocast):
@@ -520,6 +523,23 @@ def with_condition(value: Value, condition: str) -> Value:
         return replace(value, origin=replace(value.origin, condition=condition))
     if isinstance(value, Union):
         return Union(frozenset(with_condition(v, condition) for v in value.options))
+    return value
+
+
+def without_condition(value: Value, condition: str) -> Value:
+    """``value`` on a path where ``condition`` is false: the half evidence that holds only when
+    ``condition`` holds is dropped (``loss.backward()`` in the ``else`` of ``if args.fp16:``)."""
+    if isinstance(value, Tensor) and value.origin is not None and value.origin.condition == condition and value.half:
+        dtypes = value.dtypes & ~HALF
+        return Tensor(dtypes, value.unknown or not dtypes, None, value.scaled, value.param, value.graph & ~HALF)
+    if isinstance(value, Module) and value.origin is not None and value.origin.condition == condition \
+            and value.cast & HALF:
+        cast = value.cast & ~HALF
+        return replace(value, cast=cast, cast_unknown=value.cast_unknown or not cast, origin=None)
+    if isinstance(value, Union):
+        return _union(without_condition(v, condition) for v in value.options)
+    if isinstance(value, Seq):
+        return Seq(tuple(without_condition(v, condition) for v in value.items))
     return value
 
 
