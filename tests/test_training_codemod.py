@@ -3,7 +3,7 @@
 For each positive fixture: ``amp-lint fix --unsafe-fixes`` on a temp copy must give the
 hand-written ``fixtures/training/expected`` file; the rewritten script must run on the CPU in
 real float16 (CPU autocast + an enabled ``GradScaler("cpu")``, observed at run time by
-``tests/runtime/harness.py``), print a finite loss close to the fp32 run of the same number of
+``amp_lint.runtime.harness``), print a finite loss close to the fp32 run of the same number of
 steps, re-lint clean of the training rules, and a second ``fix`` must change nothing.
 Negative fixtures must produce no finding of the training rules.
 
@@ -12,7 +12,6 @@ keep the file within about 90 s on a small machine.
 """
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from amp_lint.config import Settings
+from amp_lint.runtime import harness
 from amp_lint.engine.linter import fix_text, lint_text
 from amp_lint.rules import RULES_BY_CODE
 
@@ -32,14 +32,7 @@ TRAINING_RULES = "AMP001,AMP101,AMP102,AMP103,AMP104,AMP106,AMP502"
 _RULES = [RULES_BY_CODE[code] for code in TRAINING_RULES.split(",")]
 
 
-def _harness():
-    name = "amp_lint_runtime_harness"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "tests" / "runtime" / "harness.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+APEX_STUB = {"PYTHONPATH": str(ROOT / "tests" / "runtime" / "apex_stub")}
 
 
 # name -> (original, expected, extra files copied next to it, script args, fp32 reference, rtol)
@@ -75,7 +68,6 @@ class _Migrated:
             self.fix_output[name] = _amp_lint("fix", "--unsafe-fixes", "--isolated", "--no-cache", "--select", TRAINING_RULES, str(path))
             self.paths[name] = path
         self.runs = {}
-        harness = _harness()
         jobs = {}
         with ThreadPoolExecutor(max_workers=2) as pool:
             for name, (original, _, _, args, reference, _) in POSITIVE.items():
@@ -84,7 +76,7 @@ class _Migrated:
                                                        cwd=cwd)
                 if reference == "original":
                     jobs[(name, "fp32")] = pool.submit(harness.run_script, FIXTURES / original, "--device", "cpu",
-                                                       *args, cwd=cwd, with_apex_stub=name == "apex_o1")
+                                                       *args, cwd=cwd, env_extra=APEX_STUB if name == "apex_o1" else None)
                 else:  # the pure-fp16 original is no reference: the migrated code with AMP forced off is
                     jobs[(name, "fp32")] = pool.submit(harness.run_script, self.paths[name], "--device", "cpu", *args,
                                                        cwd=cwd, force_fp32=True)

@@ -27,14 +27,14 @@ leave room for other CPUs' fp16 kernels.
 from __future__ import annotations
 
 import concurrent.futures
-import importlib.util
 import os
 import shutil
-import sys
 import threading
 from pathlib import Path
 
 import pytest
+
+from amp_lint.runtime import harness
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -42,18 +42,7 @@ FIXTURES = REPO / "fixtures" / "training"
 EXPECTED = FIXTURES / "expected"
 
 
-def _load_harness():
-    name = "amp_lint_runtime_harness"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, HERE / "harness.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-harness = _load_harness()
+APEX_STUB = {"PYTHONPATH": str(HERE / "apex_stub")}
 
 # name -> path of the original, relative to fixtures/training
 ORIGINALS = {
@@ -152,7 +141,7 @@ class _Runs:
         # Run from an unrelated directory: scripts must work when run by path.
         return harness.run_script(
             FIXTURES / ORIGINALS[name], "--device", "cpu",
-            cwd=self._mktemp(f"cwd_{name}"), with_apex_stub=(name == "apex_o1"),
+            cwd=self._mktemp(f"cwd_{name}"), env_extra=APEX_STUB if name == "apex_o1" else None,
         )
 
     def _run_migrated(self, name, force_fp32):
