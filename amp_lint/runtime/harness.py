@@ -8,7 +8,8 @@ the record comes back as JSON in ``RunResult.instrumentation``.
 
 Options: ``force_fp32`` (every autocast and GradScaler created disabled, ``.half()`` a no-op: the
 fp32 reference of the same code), ``max_steps`` (stop after that many optimizer steps, skipped
-ones included), ``device`` (``auto``/``cpu``/``cuda``; ``cpu`` also hides GPUs), ``trace``
+ones included), ``skip_steps`` (step numbers on which ``scaler.step`` skips the optimizer, to
+replay an fp16 run's skipped steps in its fp32 reference), ``device`` (``auto``/``cpu``/``cuda``; ``cpu`` also hides GPUs), ``trace``
 (per-op records), ``seed`` (torch, ``random`` and numpy seeded when torch is imported; a script
 that seeds itself wins), ``timeout`` (wall clock, seconds).
 """
@@ -24,7 +25,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from amp_lint.runtime import instrument
 
@@ -134,6 +135,7 @@ def run_script(
     device: str = "auto",
     trace: bool = False,
     seed: Optional[int] = None,
+    skip_steps: Sequence[int] = (),
 ) -> RunResult:
     """Run ``python path *args`` (or ``python -m module *args``) instrumented; see the module docstring.
 
@@ -154,7 +156,8 @@ def run_script(
                             (instrument.MAX_STEPS_ENV, str(max_steps) if max_steps else None),
                             (instrument.DEVICE_ENV, device),
                             (instrument.TRACE_ENV, "1" if trace else None),
-                            (instrument.SEED_ENV, None if seed is None else str(seed))):
+                            (instrument.SEED_ENV, None if seed is None else str(seed)),
+                            (instrument.SKIP_STEPS_ENV, ",".join(map(str, skip_steps)) or None)):
             if value is None:
                 env.pop(name, None)
             else:

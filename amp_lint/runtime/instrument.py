@@ -49,6 +49,8 @@ MAX_STEPS_ENV = "AMP_LINT_RUNTIME_MAX_STEPS"
 DEVICE_ENV = "AMP_LINT_RUNTIME_DEVICE"
 TRACE_ENV = "AMP_LINT_RUNTIME_TRACE"
 SEED_ENV = "AMP_LINT_RUNTIME_SEED"
+#: Comma-separated step numbers a (force-fp32) run skips, as its fp16 twin's GradScaler did.
+SKIP_STEPS_ENV = "AMP_LINT_RUNTIME_SKIP_STEPS"
 OWNER_ENV = "AMP_LINT_RUNTIME_OWNER_PID"
 #: Exit status of a run stopped because ``--device cuda`` was asked for and CUDA is missing.
 EXIT_NO_CUDA = 97
@@ -70,11 +72,13 @@ _R: Dict[str, Any] = {
     "autocast": [],
     "matmul_outputs_in_autocast": {},
     "fp16_matmul_in_autocast": False,
-    "forward": {"autocast": 0, "outside": 0, "disabled_region": 0, "dtypes": {}, "first_outside": None},
+    "forward": {"autocast": 0, "outside": 0, "disabled_region": 0, "dtypes": {}, "outside_dtypes": {},
+                "first_outside": None},
     "scalers": [],
     "scaler_calls": {},
     "scaler_enabled_calls": {},
     "skipped_steps": 0,
+    "replayed_skips": 0,
     "final_scale": None,
     "optimizer_steps": 0,
     "direct_optimizer_steps": 0,
@@ -99,7 +103,7 @@ _R: Dict[str, Any] = {
 }
 
 _CFG: Dict[str, Any] = {"force_fp32": False, "max_steps": 0, "device": "auto", "trace": False, "seed": None,
-                        "report": None, "owner": None, "map_cuda": False}
+                        "report": None, "owner": None, "map_cuda": False, "skip_steps": frozenset()}
 
 
 class _Step:
@@ -489,6 +493,13 @@ def _install_scaler(torch: Any, grad_scaler: Any, methods: Tuple[str, ...]) -> N
         if _grad_state["update_due"]:
             _R["scaler_steps_without_update"] += 1
         _snapshot(optimizer)
+        if _R["steps_total"] + 1 in _CFG["skip_steps"]:
+            # Replay a skip of the fp16 run, so that both runs update on the same steps.
+            _R["replayed_skips"] += 1
+            _grad_state["update_due"] = True
+            _event("step_skipped_replayed")
+            _close_step(skipped=True, optimizer=optimizer)
+            return None
         before = _R["optimizer_steps"]
         _grad_state["in_scaler_step"] = True
         try:
@@ -673,6 +684,8 @@ def _install_mode(torch: Any) -> None:
             forward["disabled_region"] += 1
         else:
             forward["outside"] += 1
+            key = str(out.dtype).replace("torch.", "")
+            forward["outside_dtypes"][key] = forward["outside_dtypes"].get(key, 0) + 1
             if forward["first_outside"] is None:
                 forward["first_outside"] = _site_dict(user_site(3))
 
@@ -1096,6 +1109,7 @@ def boot() -> None:
     _CFG["trace"] = env.get(TRACE_ENV) == "1"
     seed = env.get(SEED_ENV)
     _CFG["seed"] = int(seed) if seed not in (None, "") else None
+    _CFG["skip_steps"] = frozenset(int(s) for s in (env.get(SKIP_STEPS_ENV) or "").split(",") if s.strip())
     _R["force_fp32"] = _CFG["force_fp32"]
     _R["device"]["requested"] = _CFG["device"]
     _excluded_prefixes = _compute_excluded()

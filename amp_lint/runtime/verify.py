@@ -3,7 +3,9 @@
 Three short instrumented runs (:mod:`amp_lint.runtime.harness`), each stopped after ``steps``
 optimizer steps: ``original`` (the script as it is), ``amp`` (what ``amp-lint fix --unsafe-fixes``
 makes of it, run from a temporary mirror; the user's files are touched only with ``apply``) and
-``fp32-ref`` (the rewrite with every autocast and GradScaler forced off). The checks read the
+``fp32-ref`` (the rewrite with every autocast and GradScaler forced off, skipping the optimizer
+on the steps the ``amp`` run's GradScaler skipped, so that the loss comparison measures precision
+rather than the loss scale's warm-up). The checks read the
 ``amp`` run, and the ``fp32-ref`` run where they compare:
 
 * ``runs``: the rewrite runs (to the step limit or its end);
@@ -132,24 +134,34 @@ def verify(target: Target, options: Options, progress: Optional[Callable[[str], 
 
 
 def _run_all(plan, options: Options, say: Callable[[str], None]) -> Dict[str, harness.RunResult]:
-    def one(item) -> harness.RunResult:
+    """The runs in order (``original`` and ``amp`` side by side with ``jobs`` > 1); the reference
+    last, skipping the steps the ``amp`` run's GradScaler skipped."""
+
+    def one(item, skip=()) -> harness.RunResult:
         label, tgt, force = item
         say(f"running {label} ({options.steps} steps)")
         kw = tgt.run_kwargs()
         return harness.run_script(kw.pop("path"), *tgt.args, **kw, timeout=options.timeout, force_fp32=force,
                                   max_steps=options.steps, device=options.device, seed=options.seed,
-                                  env_extra=_env(options, rewritten=label != "original"))
+                                  env_extra=_env(options, rewritten=label != "original"), skip_steps=skip)
 
-    if options.jobs > 1:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=options.jobs) as pool:
-            return dict(zip([p[0] for p in plan], pool.map(one, plan)))
+    first, ref = plan[:-1], plan[-1]
     runs: Dict[str, harness.RunResult] = {}
-    for item in plan:
-        run = runs[item[0]] = one(item)
-        if item[0] == "original" and targets.failure(run) and targets.environmental(run):
-            break  # the other runs would fail the same way
-        if item[0] == "amp" and not targets.failure(run) and not run.instrumentation.get("steps_total"):
-            break  # no training step: nothing to compare with a reference
+    if options.jobs > 1 and len(first) > 1:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=options.jobs) as pool:
+            runs.update(zip([p[0] for p in first], pool.map(one, first)))
+    else:
+        for item in first:
+            runs[item[0]] = one(item)
+            if item[0] == "original" and targets.failure(runs[item[0]]) and targets.environmental(runs[item[0]]):
+                return runs  # the other runs would fail the same way
+    original, amp = runs.get("original"), runs["amp"]
+    if original is not None and targets.failure(original) and targets.environmental(original):
+        return runs
+    if not targets.failure(amp) and not amp.instrumentation.get("steps_total"):
+        return runs  # no training step: nothing to compare with a reference
+    skipped = [s["step"] for s in amp.steps if s.get("skipped")]
+    runs[ref[0]] = one(ref, skipped)
     return runs
 
 
@@ -183,6 +195,11 @@ def _apply(result: Verdict) -> None:
 
 # -- checks --------------------------------------------------------------------------------------
 
+def _n(count: int, word: str) -> str:
+    """``1 step`` / ``2 steps``."""
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
 def _site(site: Optional[Dict[str, Any]]) -> str:
     if not site:
         return ""
@@ -197,7 +214,7 @@ def run_checks(amp: harness.RunResult, ref: harness.RunResult, options: Options)
         checks = [Check("runs", titles["runs"], FAIL, failed)]
         return checks + [Check(n, titles[n], NOT_RUN, "the rewrite did not run") for n, _ in CHECKS[1:]]
     steps = a.get("steps_total", 0)
-    how = f"stopped after {steps} steps" if amp.stopped else f"ran to its end ({steps} steps)"
+    how = f"stopped after {_n(steps, 'step')}" if amp.stopped else f"ran to its end ({_n(steps, 'step')})"
     checks = [Check("runs", titles["runs"], PASS, f"{how}, {amp.duration_s:.1f} s")]
     for name, func in (("autocast", _check_autocast), ("scaler", _check_scaler)):
         status, detail = func(a)
@@ -235,8 +252,11 @@ def _check_autocast(a: Dict[str, Any]) -> Tuple[str, str]:
 def _check_scaler(a: Dict[str, Any]) -> Tuple[str, str]:
     enabled = [s for s in a.get("scalers", []) if s.get("enabled")]
     low = _low_dtypes(a)
-    if not enabled and low and "float16" not in low:
-        return NA, f"{'/'.join(low)} autocast needs no loss scaling"
+    outside = set(a.get("forward", {}).get("outside_dtypes", {}))
+    if not enabled and "float16" not in low and "float16" not in outside:
+        if low:
+            return NA, f"{'/'.join(low)} autocast needs no loss scaling"
+        return NA, "nothing ran in float16 (no loss to scale)"
     calls = a.get("scaler_enabled_calls", {})
     backward, scaled = a.get("backward_calls", 0), a.get("scaled_backward_calls", 0)
     problems: List[str] = []
@@ -264,7 +284,7 @@ def _check_scaler(a: Dict[str, Any]) -> Tuple[str, str]:
     if a.get("clip_grad_norm_calls"):
         clip = f", clipping after unscale_ ({a.get('clip_after_unscale', 0)} times)"
     return PASS, (f"GradScaler({devices}): {scaled} scaled backward calls, {calls.get('step', 0)} scaler.step + "
-                  f"update{clip}; {a.get('skipped_steps', 0)} steps skipped, final scale {a.get('final_scale')}")
+                  f"update{clip}; {_n(a.get('skipped_steps', 0), 'step')} skipped, final scale {a.get('final_scale')}")
 
 
 def _losses(run: harness.RunResult) -> List[float]:
@@ -281,7 +301,9 @@ def _check_loss(amp: harness.RunResult, ref: harness.RunResult, rtol: float) -> 
         return FAIL, f"mean loss over {n} steps is {ma:g} (fp32 reference {mr:g})"
     rel = abs(ma - mr) / max(abs(mr), 1e-12)
     status = PASS if rel <= rtol else FAIL
-    return status, f"mean loss over {n} steps {ma:.6g} vs {mr:.6g} in fp32: {rel:.2%} apart"
+    replayed = ref.instrumentation.get("replayed_skips", 0)
+    note = f" (the reference skipped the same {_n(replayed, 'step')})" if replayed else ""
+    return status, f"mean loss over {n} steps {ma:.6g} vs {mr:.6g} in fp32: {rel:.2%} apart{note}"
 
 
 def _check_finite(amp: harness.RunResult) -> Tuple[str, str]:
@@ -291,7 +313,7 @@ def _check_finite(amp: harness.RunResult) -> Tuple[str, str]:
         return FAIL, f"inf/NaN in the {' and '.join(what)} at step {step}" + (
             f" (and {len(bad) - 1} later steps)" if len(bad) > 1 else "")
     skipped = sum(1 for s in amp.steps if s.get("skipped"))
-    note = f"; {skipped} steps skipped by the scaler (inf/NaN gradients, as loss scaling expects)" if skipped else ""
+    note = f"; {_n(skipped, 'step')} skipped by the scaler (inf/NaN gradients, as loss scaling expects)" if skipped else ""
     return PASS, f"loss, gradients and parameters finite at every step{note}"
 
 
@@ -300,7 +322,7 @@ def _check_update(a: Dict[str, Any], r: Dict[str, Any]) -> Tuple[str, str]:
     if not pa.get("checked"):
         return (NA, pa["reason"]) if pa.get("reason") else (FAIL, "no optimizer step ran")
     if not pa.get("changed"):
-        return FAIL, f"none of the {pa.get('total', 0)} parameters changed ({a.get('skipped_steps', 0)} steps skipped)"
+        return FAIL, f"none of the {pa.get('total', 0)} parameters changed ({_n(a.get('skipped_steps', 0), 'step')} skipped)"
     never = [n for n in pa.get("unchanged", []) if n not in set(pr.get("unchanged", []))]
     if never:
         shown = ", ".join(never[:5]) + (f" and {len(never) - 5} more" if len(never) > 5 else "")
@@ -325,7 +347,8 @@ def table_rows(result: Verdict) -> List[Dict[str, Any]]:
         for s in run.steps:
             rows.append({"run": label, "step": s["step"], "loss": s.get("loss"),
                          "scale": s.get("scale") if scaled else None,
-                         "skipped": s.get("skipped") if scaled else None, "nonfinite": s.get("nonfinite", [])})
+                         "skipped": s.get("skipped") if scaled else None, "nonfinite": s.get("nonfinite", []),
+                         "replayed_skip": bool(s.get("skipped")) and not scaled})
     return rows
 
 
@@ -350,7 +373,10 @@ def render_table(result: Verdict) -> List[str]:
         bad = []
         for label in labels:
             row = by_key.get((label, step))
-            cells.append(_fmt(row["loss"], ".6f") if row else "")
+            loss = _fmt(row["loss"], ".6f") if row else ""
+            if row and label not in scaled and row["replayed_skip"]:
+                loss += " (skip)"
+            cells.append(loss)
             if label in scaled:
                 skipped = "" if row is None or row["skipped"] is None else ("yes" if row["skipped"] else "no")
                 cells += [_fmt(row["scale"], "g") if row else "", skipped]
