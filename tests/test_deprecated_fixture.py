@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "fixtures" / "deprecated" / "legacy_amp_train.py"
 EXPECTED = ROOT / "fixtures" / "deprecated" / "expected" / "legacy_amp_train.py"
@@ -39,6 +41,7 @@ def _exercise(path: Path) -> str:
     return out.stdout
 
 
+@pytest.mark.runtime
 def test_fix_matches_expected_and_runs_without_deprecations(tmp_path):
     target = tmp_path / FIXTURE.name
     shutil.copy(FIXTURE, target)

@@ -67,6 +67,7 @@ def test_every_numerics_rule_has_a_fixture():
     assert codes == {"AMP201", "AMP202", "AMP203", "AMP204", "AMP301", "AMP302", "AMP303"}
 
 
+@pytest.mark.runtime
 @pytest.mark.parametrize("script", CASES, ids=lambda p: p.stem)
 def test_fixture_shows_hazard_and_fix_repairs_it(script: Path, tmp_path: Path, references):
     code = script.name[:6]

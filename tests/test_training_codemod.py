@@ -88,6 +88,7 @@ def migrated(tmp_path_factory):
     return _Migrated(tmp_path_factory.mktemp("codemod"))
 
 
+@pytest.mark.runtime
 @pytest.mark.parametrize("name", sorted(POSITIVE))
 def test_fix_gives_the_expected_file(migrated, name):
     out = migrated.fix_output[name]
@@ -96,6 +97,7 @@ def test_fix_gives_the_expected_file(migrated, name):
     assert migrated.paths[name].read_text(encoding="utf-8") == expected
 
 
+@pytest.mark.runtime
 @pytest.mark.parametrize("name", sorted(POSITIVE))
 def test_fixed_file_relints_clean_and_refixes_to_itself(migrated, name):
     text = migrated.paths[name].read_text(encoding="utf-8")
@@ -106,6 +108,7 @@ def test_fixed_file_relints_clean_and_refixes_to_itself(migrated, name):
     assert again == text and applied == 0
 
 
+@pytest.mark.runtime
 @pytest.mark.parametrize("name", sorted(POSITIVE))
 def test_fixed_script_trains_in_fp16_with_a_grad_scaler(migrated, name):
     res = migrated.runs[(name, "migrated")]
@@ -125,6 +128,7 @@ def test_fixed_script_trains_in_fp16_with_a_grad_scaler(migrated, name):
     assert not inst["apex"]["imported"], inst["apex"]
 
 
+@pytest.mark.runtime
 @pytest.mark.parametrize("name", sorted(POSITIVE))
 def test_fixed_script_loss_is_close_to_fp32(migrated, name):
     res, ref = migrated.runs[(name, "migrated")], migrated.runs[(name, "fp32")]
