@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
@@ -152,7 +153,13 @@ def _mirror_dir(src: Path, dst: Path, changed: Dict[Path, bytes]) -> None:
         elif child.is_dir() and not child.is_symlink() and any(_under(p, child) for p in changed):
             _mirror_dir(child, target, changed)
         else:
-            os.symlink(child, target, target_is_directory=child.is_dir())
+            try:
+                os.symlink(child, target, target_is_directory=child.is_dir())
+            except OSError:  # no symlinks here (Windows without the privilege): copy instead
+                if child.is_dir():
+                    _mirror_dir(child, target, changed)
+                else:
+                    shutil.copy2(child, target)
 
 
 # -- why a run failed ----------------------------------------------------------------------------

@@ -38,7 +38,7 @@ EXIT_CODES = {VERIFIED: 0, FAILED: 1, ERROR: 2}
 
 #: (name, the one-line claim a check makes)
 CHECKS: Tuple[Tuple[str, str], ...] = (
-    ("runs", "the rewrite runs"),
+    ("runs", "the {subject} runs"),
     ("autocast", "autocast covers the forward"),
     ("scaler", "scaler protocol complete"),
     ("loss", "loss within rtol={rtol:g} of the fp32 reference"),
@@ -126,7 +126,7 @@ def verify(target: Target, options: Options, progress: Optional[Callable[[str], 
     ref = result.runs["fp32-ref"]
     if targets.failure(ref) and not targets.failure(amp):
         return _error(result, "fp32-ref", ref)
-    result.checks = run_checks(amp, ref, options)
+    result.checks = run_checks(amp, ref, options, subject="rewrite" if not same else "script")
     result.verdict = VERIFIED if all(c.status in (PASS, NA) for c in result.checks) else FAILED
     if options.apply:
         _apply(result)
@@ -206,13 +206,14 @@ def _site(site: Optional[Dict[str, Any]]) -> str:
     return f" (first at {targets.display_path(site['file'])}:{site['line']})"
 
 
-def run_checks(amp: harness.RunResult, ref: harness.RunResult, options: Options) -> List[Check]:
-    titles = {name: title.format(rtol=options.rtol) for name, title in CHECKS}
+def run_checks(amp: harness.RunResult, ref: harness.RunResult, options: Options, subject: str = "rewrite") -> List[Check]:
+    """The checks of the ``amp`` run (``subject``: "rewrite", or "script" when it is run as it is)."""
+    titles = {name: title.format(rtol=options.rtol, subject=subject) for name, title in CHECKS}
     a, r = amp.instrumentation, ref.instrumentation
     failed = targets.failure(amp)
     if failed:
         checks = [Check("runs", titles["runs"], FAIL, failed)]
-        return checks + [Check(n, titles[n], NOT_RUN, "the rewrite did not run") for n, _ in CHECKS[1:]]
+        return checks + [Check(n, titles[n], NOT_RUN, f"the {subject} did not run") for n, _ in CHECKS[1:]]
     steps = a.get("steps_total", 0)
     how = f"stopped after {_n(steps, 'step')}" if amp.stopped else f"ran to its end ({_n(steps, 'step')})"
     checks = [Check("runs", titles["runs"], PASS, f"{how}, {amp.duration_s:.1f} s")]

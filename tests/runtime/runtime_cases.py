@@ -25,6 +25,7 @@ VERIFY_CASES: Dict[str, tuple] = {
     "broken/scaler_in_branch": ("broken/scaler_in_branch.py", {"no_fix": True}),
     "broken/autocast_not_around_forward": ("broken/autocast_not_around_forward.py", {"no_fix": True}),
     "broken/clip_before_unscale": ("broken/clip_before_unscale.py", {"no_fix": True}),
+    "cuda_amp_any_device": ("../runtime/cuda_amp_any_device.py", {"no_fix": True}),
 }
 #: ``python -m csv_regression.train ARGS`` from a copy of fixtures/runtime, with --apply.
 MODULE_CASE = "module_with_data_and_args"

@@ -84,6 +84,18 @@ def test_broken_migration_points_at_the_line(verified):
     assert source[line - 1].strip() == "pred = model(x)"
 
 
+@pytest.mark.cases("cuda_amp_any_device")
+def test_cuda_mixed_precision_runs_in_cpu_float16_without_a_gpu(verified):
+    verdict = verified("cuda_amp_any_device")
+    assert verdict.verdict == vf.VERIFIED, vf.render_text(verdict)
+    inst = verdict.runs["amp"].instrumentation
+    assert inst["device"]["used"] == "cpu" and not inst["device"]["cuda_available"]
+    assert [(e["device_type"], e["dtype"], e["enabled"], e["mapped_from"]) for e in inst["autocast"]] == [
+        ("cpu", "float16", True, "cuda")]
+    assert inst["scalers"] == [{"device": "cpu", "enabled": True, "requested_enabled": True, "mapped_from": "cuda"}]
+    assert "(the script's CUDA autocast, run on the CPU)" in {c.name: c.detail for c in verdict.checks}["autocast"]
+
+
 @pytest.mark.cases(MODULE_CASE)
 def test_module_with_arguments_and_data_from_disk_verifies_and_applies(verified, module_copy):
     verdict = verified(MODULE_CASE)
