@@ -80,6 +80,8 @@ class Verdict:
     checks: List[Check] = field(default_factory=list)
     runs: Dict[str, harness.RunResult] = field(default_factory=dict)
     changed: List[str] = field(default_factory=list)
+    #: path -> the bytes the rewrite gave it (what ``--apply`` writes)
+    rewrites: Dict[str, bytes] = field(default_factory=dict)
     fixes: int = 0
     applied: bool = False
     notes: List[str] = field(default_factory=list)
@@ -103,6 +105,7 @@ def verify(target: Target, options: Options, progress: Optional[Callable[[str], 
             for message in errors:
                 result.notes.append(f"not rewritten: {message}")
             result.changed = sorted(changed)
+            result.rewrites = dict(changed)
             if changed:
                 amp_target = targets.mirror(target, changed, Path(tmp) / "rewrite")
         same = amp_target is target
@@ -184,11 +187,9 @@ def _apply(result: Verdict) -> None:
         if result.changed:
             result.notes.append("--apply: not applied (the rewrite is not verified)")
         return
-    from amp_lint.runtime.static import rewrite
     from amp_lint.source import write_atomic
 
-    changed, _, _ = rewrite(result.changed, start=result.target.root)
-    for path, data in changed.items():
+    for path, data in result.rewrites.items():
         write_atomic(path, data)
     result.applied = True
 

@@ -43,6 +43,31 @@ def test_migrated_fixture_verifies(verified, case):
         assert "GradScaler" not in Path(path).read_text(encoding="utf-8")
 
 
+#: case -> (expected migration in fixtures/training/expected, a line every rule's fixes change on top of it)
+EXPECTED = {
+    "fp32_cnn": ("fp32_cnn.py", None),
+    "fp32_mlp": ("fp32_mlp.py", None),
+    "gpt_accum_clip": ("gpt_accum_clip.py", None),
+    # AMP202's fix casts the logits of the now-autocast forward up: harmless, and what `fix` does
+    "half_finetune": ("half_finetune.py", ("F.cross_entropy(logits, y)", "F.cross_entropy(logits.float(), y)")),
+    "apex_o1": ("apex_o1.py", None),
+    "split_project": ("split_project_train.py", None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MIGRATED))
+def test_rewrite_is_the_expected_migration(verified, case):
+    """What verify ran is the codemod's output (tests/test_training_codemod.py checks that file)."""
+    verdict = verified(case)
+    (rewritten,) = verdict.rewrites.values()
+    name, extra = EXPECTED[case]
+    expected = (TRAINING / "expected" / name).read_text(encoding="utf-8")
+    if extra is not None:
+        assert expected.count(extra[0]) == 1
+        expected = expected.replace(*extra)
+    assert rewritten.decode("utf-8") == expected
+
+
 @pytest.mark.parametrize("case, scaler", [("already_amp", vf.PASS), ("bf16_autocast", vf.NA)])
 def test_correct_mixed_precision_verifies_as_it_is(verified, case, scaler):
     verdict = verified(case)
