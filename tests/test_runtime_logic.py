@@ -95,6 +95,9 @@ def test_nonfinite_without_a_code_and_folded_into_a_coded_line():
     unstepped = tr.classify({"ops": [op("linear", nonfinite_new=1, nonfinite_step=1)]})
     assert "step" not in unstepped[0].message
     assert codes(op("log_softmax"), op("div", nonfinite_new=1)) == [("AMP201", 10)]
+    underflow = tr.classify({"ops": [op("mul", zeros_new=2, max_zero_fraction=0.25)]})
+    assert [h.code for h in underflow] == [tr.UNDERFLOW] and "up to 25.0% of the result" in underflow[0].message
+    assert codes(op("mul_", zeros_new=2, in_optimizer="Adam@x:1")) == []  # fp16 optimizer moments: AMP101's
 
 
 # -- trace: cross-reference ----------------------------------------------------------------------

@@ -718,8 +718,10 @@ _FILL_OPS = frozenset({"masked_fill", "fill", "full", "full_like", "new_full", "
                        "where", "index_put"})
 _EPS_OPS = frozenset({"add", "__add__", "__radd__", "__iadd__", "sub", "__sub__", "__rsub__", "__isub__",
                       "clamp", "clamp_min", "rsub"})
+#: Ops whose exact result is nonzero when every operand is: a zero out of nonzero operands is an
+#: underflow. (exp and sigmoid are left out: 0 is their intended limit, e.g. in a masked softmax.)
 _UNDERFLOW_OPS = frozenset({"mul", "__mul__", "__rmul__", "__imul__", "div", "__truediv__", "__rtruediv__",
-                            "__itruediv__", "exp", "pow", "square", "sigmoid", "rsqrt", "reciprocal"})
+                            "__itruediv__", "pow", "square", "rsqrt", "reciprocal"})
 _INPLACE_DUNDER = frozenset({"__iadd__", "__isub__", "__imul__", "__itruediv__", "__setitem__"})
 
 
@@ -808,12 +810,9 @@ class _Tracer:
         isfinite = self.torch.isfinite
         return all(bool(isfinite(t).all()) for t in tensors if t.is_floating_point() and t.numel())
 
-    def _zero_fraction(self, tensors: List[Any]) -> float:
-        best = 0.0
-        for t in tensors:
-            if t.is_floating_point() and t.numel():
-                best = max(best, float((t == 0).sum()) / t.numel())
-        return best
+    @staticmethod
+    def _nonzero(tensors: List[Any]) -> List[Any]:
+        return [t != 0 for t in tensors if t.is_floating_point()]
 
     # - the call -
     def call(self, func: Any, name: str, args: tuple, kwargs: dict) -> Any:
@@ -824,13 +823,13 @@ class _Tracer:
         base = name[:-1] if inplace and not name.startswith("__") else name
         rec = None
         check = False
-        pre_finite = pre_zero = None
+        pre_finite = pre_nonzero = None
         if low is not None and inplace and inputs:
             rec = self._record(name, 4)
             check = rec is not None and self._sample(rec)
             if check:
                 pre_finite = self._finite(inputs)
-                pre_zero = self._zero_fraction(inputs)
+                pre_nonzero = self._nonzero(inputs) if base in _UNDERFLOW_OPS else None
         try:
             out = func(*args, **kwargs)
         except RuntimeError as exc:
@@ -865,7 +864,7 @@ class _Tracer:
         if check:
             self.checked += 1
             rec["checked"] += 1
-            self._check(rec, base, args, inputs, outputs, inplace, pre_finite, pre_zero)
+            self._check(rec, base, args, inputs, outputs, inplace, pre_finite, pre_nonzero)
         return out
 
     @staticmethod
@@ -917,7 +916,7 @@ class _Tracer:
                 if base not in entry[4]["feeds"]:
                     entry[4]["feeds"].append(base)
 
-    def _check(self, rec, base, args, inputs, outputs, inplace, pre_finite, pre_zero) -> None:
+    def _check(self, rec, base, args, inputs, outputs, inplace, pre_finite, pre_nonzero) -> None:
         """Numeric facts on a sampled call: new inf/NaN, new zeros, the input range."""
         scalars_finite = all(math.isfinite(s) for s in self._scalars(args, {}))
         in_finite = pre_finite if inplace else self._finite(inputs)
@@ -927,12 +926,19 @@ class _Tracer:
             rec["nonfinite_new"] += 1
             if rec["nonfinite_step"] is None:
                 rec["nonfinite_step"] = _R["steps_total"] + 1
-        if base in _UNDERFLOW_OPS and in_finite and out_finite:
-            before = pre_zero if inplace else self._zero_fraction(inputs)
-            after = self._zero_fraction(outputs)
-            if after > (before or 0.0):
+        if base in _UNDERFLOW_OPS and in_finite and out_finite and outputs and outputs[0].is_floating_point() \
+                and all(s != 0 for s in self._scalars(args, {})):
+            nonzero = pre_nonzero if inplace else self._nonzero(inputs)
+            try:
+                new_zeros = outputs[0] == 0
+                for mask in nonzero or ():
+                    new_zeros = new_zeros & mask
+                count = int(new_zeros.sum())
+            except RuntimeError:  # operands that do not broadcast to the result
+                count = 0
+            if count:
                 rec["zeros_new"] += 1
-                rec["max_zero_fraction"] = max(rec["max_zero_fraction"], after - (before or 0.0))
+                rec["max_zero_fraction"] = max(rec["max_zero_fraction"], count / outputs[0].numel())
         if (base in self.exp_ops or base in self.power_ops) and inputs and inputs[0].is_floating_point() \
                 and inputs[0].numel():
             x = inputs[0].detach()

@@ -11,8 +11,9 @@ records into hazards with the static rules' codes:
   overflow", or silently -inf); AMP303 when the value is another dtype's ``finfo`` extreme;
 * AMP302 an eps that rounds to 0 in float16 where it meets float16 values (an ``add``, a
   ``normalize``, or an optimizer's eps over float16 parameters, at its construction line);
-* ``nonfinite``: inf/NaN that first appeared in an op with finite inputs, where no coded hazard on
-  the same line explains it (evidence for the coded ones otherwise).
+* ``nonfinite``: inf/NaN that first appeared in an op with finite inputs, and ``underflow``: a
+  product, quotient, power or reciprocal of nonzero operands that came out 0 (outside optimizer
+  steps), where no coded hazard on the same line explains them.
 
 Each is then matched with ``check``'s findings for the same files on (file, statement, code):
 **confirmed**, **runtime only** (the static analysis missed it), and for static findings also
@@ -36,6 +37,7 @@ from amp_lint.runtime.target import Target
 
 RUNTIME_CODES = ("AMP201", "AMP202", "AMP203", "AMP204", "AMP301", "AMP302", "AMP303")
 NONFINITE = "nonfinite"
+UNDERFLOW = "underflow"
 CONFIRMED, RUNTIME_ONLY, NOT_REACHED, NOT_OBSERVED = "confirmed", "runtime only", "not reached", "not observed"
 #: Values a ``torch.finfo`` of a wider dtype produces (AMP303 when they meet float16).
 _FINFO_EXTREMES = (numerics.FP32_MAX, numerics.BF16_MAX, sys.float_info.max)
@@ -255,7 +257,7 @@ def classify(record: Dict[str, Any], stepped: bool = False) -> List[Hazard]:
                 continue  # the optimizer's own eps: reported at its construction line
             add("AMP302", rec, f"eps {numerics.format_number(rec['eps'])} meets float16 values in `{op}`: "
                                f"it rounds to 0{_nonfinite_note(rec)}")
-        elif rec.get("nonfinite_new"):
+        elif rec.get("nonfinite_new") or (rec.get("zeros_new") and not rec.get("in_optimizer")):
             leftovers.append(rec)
 
     coded_lines = {(h.path, h.line) for h in found.values()}
@@ -269,8 +271,12 @@ def classify(record: Dict[str, Any], stepped: bool = False) -> List[Hazard]:
         if (rec["file"], rec["line"]) in coded_lines:
             continue
         dtypes = "/".join(rec.get("out", [])) or "?"
-        add(NONFINITE, rec, f"inf/NaN first appeared in `{rec['op']}` ({dtypes} {_where(rec)}; inputs finite"
-                            f"{_step(rec)})")
+        if rec.get("nonfinite_new"):
+            add(NONFINITE, rec, f"inf/NaN first appeared in `{rec['op']}` ({dtypes} {_where(rec)}; inputs finite"
+                                f"{_step(rec)})")
+        else:
+            add(UNDERFLOW, rec, f"`{rec['op']}` flushed results of nonzero {dtypes} operands to 0 ({_where(rec)}; up "
+                                f"to {rec['max_zero_fraction']:.1%} of the result)")
     return sorted(found.values(), key=lambda h: (h.path, h.line, h.code))
 
 
@@ -430,7 +436,10 @@ def render_sarif(result: TraceResult, tool_version: str) -> str:
             name, severity, summary = rule.name, rule.severity, rule.summary
             url = f"{DOCS_URL}/{h.code}.md"
         else:
-            name, severity, summary = "non-finite-first-appears", Severity.ERROR, "inf/NaN first appeared in this op"
+            name, severity, summary = {
+                NONFINITE: ("non-finite-first-appears", Severity.ERROR, "inf/NaN first appeared in this op"),
+                UNDERFLOW: ("underflow-to-zero", Severity.WARNING, "nonzero operands gave 0 in low precision"),
+            }[h.code]
             url = f"{DOCS_URL}/README.md"
         metas[h.code] = RuleMeta(h.code, name, severity.value, summary, url)
         loc = Location(h.shown_line, 1)

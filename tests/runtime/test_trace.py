@@ -107,22 +107,26 @@ LOOP = '''\
 import torch
 torch.set_num_threads(1)
 x = torch.randn(64).half()
+tiny = torch.full((8,), 1e-4).half()
 total = 0.0
 for i in range(3000):
     y = torch.exp(x * 0.1)
     total += float(y[0])
-print(total)
+print(total, float((tiny * tiny).float().sum()), float((torch.relu(x) * 2.0).float().sum()))
 '''
 
 
-def test_sampling_bounds_the_numeric_checks(tmp_path):
+def test_sampling_bounds_the_numeric_checks_and_underflow_is_seen(tmp_path):
     script = tmp_path / "loop.py"
     script.write_text(LOOP)
     result = tr.trace(resolve(str(script), None, (), tmp_path), tr.Options())
     exp = next(o for o in result.run.instrumentation["trace"]["ops"] if o["op"] == "exp")
     # every call counted, numerics checked on calls 1-4 and powers of two only
     assert exp["calls"] == 3000 and exp["checked"] == 4 + len([2 ** k for k in range(3, 12)])
-    assert [(h.code, h.line, h.status) for h in result.hazards] == [("AMP204", 6, tr.CONFIRMED)]
+    # 1e-4 * 1e-4 is 0 in float16 (an underflow); relu's zeros times 2.0 are not new zeros
+    assert [(h.code, h.line, h.status) for h in result.hazards] == [
+        ("AMP204", 7, tr.CONFIRMED), (tr.UNDERFLOW, 9, tr.RUNTIME_ONLY)]
+    assert [h.ops for h in result.hazards][1] == ["mul"]
 
 
 def test_cli_exit_codes_and_text():
