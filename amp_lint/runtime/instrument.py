@@ -713,7 +713,6 @@ def _install_mode(torch: Any) -> None:
 
 # -- trace ---------------------------------------------------------------------------------------
 
-_LOW = ("float16", "bfloat16")
 _FILL_OPS = frozenset({"masked_fill", "fill", "full", "full_like", "new_full", "__setitem__", "index_fill",
                        "where", "index_put"})
 _EPS_OPS = frozenset({"add", "__add__", "__radd__", "__iadd__", "sub", "__sub__", "__rsub__", "__isub__",

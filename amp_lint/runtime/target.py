@@ -8,7 +8,7 @@ import re
 import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from amp_lint.runtime.harness import RunResult
 from amp_lint.runtime.instrument import EXIT_NO_CUDA
@@ -210,17 +210,9 @@ def environmental(result: RunResult) -> bool:
     return any(p in text for p in _CUDA_PATTERNS) or "FileNotFoundError" in text or "ModuleNotFoundError" in text
 
 
-def stderr_tail(result: RunResult, lines: int = 12) -> str:
-    return result.stderr_tail(lines)
-
-
 def display_path(path: str, cwd: Optional[Path] = None) -> str:
     """``path`` relative to the cwd when it is below it."""
     try:
         return str(Path(path).resolve().relative_to((cwd or Path.cwd()).resolve()))
     except ValueError:
         return str(path)
-
-
-def as_strings(paths: Iterable[Path]) -> List[str]:
-    return [str(p) for p in paths]
