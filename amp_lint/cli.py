@@ -1,4 +1,5 @@
-"""The ``amp-lint`` command: ``check``, ``fix`` and ``rule``.
+"""The ``amp-lint`` command: ``check``, ``fix``, ``rule``, ``explain``, ``verify``
+and ``trace``.
 
 Start-up imports only click: ``--version`` and ``--help`` answer at once. A command imports what
 it needs (configuration, discovery, the runner with LibCST and the rules, the reporters) when it
@@ -496,6 +497,121 @@ def rule_command(code: Optional[str], show_all: bool, output_format: str) -> Non
     else:
         click.echo("\n".join(d["explanation"] for d in data), nl=False)
     sys.exit(EXIT_CLEAN)
+
+
+# -- verify / trace: run the script (amp_lint.runtime, imported only here; torch only in the child) --
+
+_RUNTIME_OPTIONS = [
+    click.argument("script", required=False),
+    click.argument("script_args", nargs=-1, type=click.UNPROCESSED),
+    click.option("-m", "--module", help="Run a module (python -m MODULE) instead of a script."),
+    click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
+                 help="auto: CUDA when available, else the CPU in real float16 (CUDA autocast/GradScaler mapped)."),
+    click.option("--seed", type=int, default=0, show_default=True, help="Seed torch/random/numpy at import."),
+]
+
+
+def _runtime_options(func):
+    for option in reversed(_RUNTIME_OPTIONS):
+        func = option(func)
+    return func
+
+
+def _runtime_target(script: Optional[str], script_args: Sequence[str], module: Optional[str]):
+    """The target named on the command line (``-m`` takes every positional as a script argument)."""
+    import importlib.util
+
+    from amp_lint.runtime.target import TargetError, resolve
+
+    if module is not None and script is not None:
+        script_args = (script, *script_args)
+        script = None
+    if importlib.util.find_spec("torch") is None:
+        raise _fail("verify and trace run the script with torch, which is not installed: "
+                    "pip install 'amp-lint[runtime]'")
+    try:
+        return resolve(script, module, script_args)
+    except TargetError as exc:
+        raise _fail(str(exc))
+
+
+def _progress(message: str) -> None:
+    if sys.stderr.isatty():
+        click.echo(f"amp-lint: {message}...", err=True)
+
+
+def _runtime_error(message: Optional[str], tail: str) -> None:
+    if message:
+        click.echo(f"amp-lint: error: {message}", err=True)
+    if tail:
+        click.echo("--- the script's stderr (tail) ---\n" + tail, err=True)
+
+
+@main.command("verify")
+@_runtime_options
+@click.option("--steps", type=click.IntRange(min=1), default=8, show_default=True,
+              help="Stop each run after N optimizer steps (skipped steps count).")
+@click.option("--rtol", type=click.FloatRange(min=0), default=0.05, show_default=True,
+              help="Tolerance of the mean loss against the fp32 reference (relative).")
+@click.option("--timeout", type=click.FloatRange(min=1), default=120, show_default=True,
+              help="Wall-clock limit of each run, in seconds.")
+@click.option("--no-fix", is_flag=True, help="Verify the script as it is (a migration made by hand): no rewrite.")
+@click.option("--apply", is_flag=True, help="Write the rewrite to your files when it is verified.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1, max=3), default=1, show_default=True,
+              help="Runs at a time.")
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def verify_command(script, script_args, module, device, seed, steps, rtol, timeout, no_fix, apply, jobs,
+                   output_format) -> None:
+    """Prove a mixed-precision migration by running it: SCRIPT [-- ARGS...] or -m MODULE [-- ARGS...].
+
+    Runs the script, its `fix --unsafe-fixes` rewrite (in a temporary copy) and the rewrite with
+    autocast and GradScaler forced off, for --steps steps each; prints a table per run and step and
+    one verdict per check. Exit 0 verified, 1 a check failed, 2 error.
+    """
+    from amp_lint.runtime import verify as verifier
+
+    target = _runtime_target(script, script_args, module)
+    if apply and no_fix:
+        raise _fail("--apply and --no-fix exclude each other")
+    options = verifier.Options(steps=steps, rtol=rtol, device=device, timeout=timeout, seed=seed, no_fix=no_fix,
+                               apply=apply, jobs=jobs)
+    result = verifier.verify(target, options, progress=_progress)
+    if output_format == "json":
+        click.echo(verifier.render_json(result), nl=False)
+    elif result.verdict != verifier.ERROR:
+        click.echo(verifier.render_text(result), nl=False)
+    if result.verdict == verifier.ERROR:
+        _runtime_error(result.error, result.error_tail)
+    sys.exit(result.exit_code)
+
+
+@main.command("trace")
+@_runtime_options
+@click.option("--steps", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Stop after N optimizer steps (0: run to the end).")
+@click.option("--timeout", type=click.FloatRange(min=1), default=300, show_default=True,
+              help="Wall-clock limit of the run, in seconds.")
+@click.option("--output-format", type=click.Choice(["text", "json", "sarif"]), default="text", show_default=True)
+def trace_command(script, script_args, module, device, seed, steps, timeout, output_format) -> None:
+    """Run SCRIPT [-- ARGS...] once and report what ran in low precision, by source line.
+
+    Hazards get the static rules' codes and are matched with `check`'s findings: confirmed,
+    runtime only (missed by the static analysis), not reached, not observed.
+    Exit 0 no hazard, 1 hazards, 2 error.
+    """
+    from amp_lint.runtime import trace as tracer
+
+    target = _runtime_target(script, script_args, module)
+    options = tracer.Options(device=device, timeout=timeout, steps=steps, seed=seed)
+    result = tracer.trace(target, options, progress=_progress)
+    if output_format == "json":
+        click.echo(tracer.render_json(result), nl=False)
+    elif output_format == "sarif":
+        click.echo(tracer.render_sarif(result, __version__), nl=False)
+    elif result.run is not None and result.run.instrumentation.get("trace") is not None:
+        click.echo(tracer.render_text(result), nl=False)
+    _runtime_error(result.error, result.error_tail)
+    sys.exit(result.exit_code)
 
 
 if __name__ == "__main__":  # pragma: no cover

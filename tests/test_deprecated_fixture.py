@@ -9,8 +9,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.runtime  # runs the legacy script and its fixed version under torch
-
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "fixtures" / "deprecated" / "legacy_amp_train.py"
 EXPECTED = ROOT / "fixtures" / "deprecated" / "expected" / "legacy_amp_train.py"
@@ -43,6 +41,7 @@ def _exercise(path: Path) -> str:
     return out.stdout
 
 
+@pytest.mark.runtime
 def test_fix_matches_expected_and_runs_without_deprecations(tmp_path):
     target = tmp_path / FIXTURE.name
     shutil.copy(FIXTURE, target)

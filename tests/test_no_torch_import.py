@@ -1,4 +1,5 @@
-"""`check` and `fix` never import torch (a pre-commit hook must not need it)."""
+"""`check` and `fix` never import torch (a pre-commit hook must not need it), nor the runtime package
+of `verify`/`trace`."""
 from __future__ import annotations
 
 import subprocess
@@ -17,6 +18,7 @@ for args in (["check", "--no-cache", "--isolated", "--select", "ALL", sys.argv[1
     result = runner.invoke(main, args)
     assert result.exit_code in (0, 1), result.output
 print("torch imported:", "torch" in sys.modules)
+print("runtime imported:", any(name.startswith("amp_lint.runtime") for name in sys.modules))
 """
 
 
@@ -25,3 +27,4 @@ def test_check_and_fix_do_not_import_torch():
                          timeout=300)
     assert out.returncode == 0, out.stderr
     assert "torch imported: False" in out.stdout
+    assert "runtime imported: False" in out.stdout

@@ -1,14 +1,14 @@
 """The AMP migration codemod on the runnable training fixtures.
 
-For each positive fixture: ``amp-lint fix --unsafe-fixes`` on a temp copy must give exactly the
-hand-written ``fixtures/training/expected`` file, which must re-lint clean of the training rules
-and re-fix to itself. Negative fixtures must produce no finding of the training rules.
+For each positive fixture: ``amp-lint fix --unsafe-fixes`` on a temp copy must give the
+hand-written ``fixtures/training/expected`` file, re-lint clean of the training rules, and a second
+``fix`` must change nothing. Negative fixtures must produce no finding of the training rules.
 
-That the rewritten scripts really train in float16 (CPU autocast + an enabled
-``GradScaler("cpu")``, observed at run time) and land close to the fp32 run is checked once, on
-those same expected files, by ``tests/runtime/test_training_fixtures.py`` (marker ``runtime``):
-since the fix output equals the expected file, running it again here would run each migrated
-script twice.
+That the rewritten scripts train on the CPU in real float16 (CPU autocast + an enabled
+``GradScaler("cpu")``) close to the fp32 run of the same code is checked by running them:
+``tests/runtime/test_training_fixtures.py`` and ``test_verify.py`` read the session's
+``amp-lint verify`` runs of these fixtures, whose rewrite is this codemod's output
+(``test_verify.py::test_rewrite_is_the_expected_migration``).
 """
 from __future__ import annotations
 

@@ -90,6 +90,14 @@ REDUCTIONS: Dict[str, bool] = {
     "std_mean": False, "norm": True, "vector_norm": True, "logsumexp": False,
 }
 
+#: Softmax-family ops (AMP201): their short names as functions, Tensor methods and module forwards.
+SOFTMAX_OPS = frozenset({"softmax", "log_softmax", "softmin"})
+
+#: Pointwise ops that overflow float16 for moderate inputs (AMP204; thresholds in numerics.py):
+#: the exp family (exp(x) is inf above 11.09) and powers >= 2 (x**2 is inf above 255.9).
+EXP_OPS = frozenset({"exp", "expm1", "exp2", "cosh", "sinh"})
+POWER_OPS = frozenset({"pow", "square"})
+
 #: Ops whose result dtype is the first tensor input's (shape/view/elementwise ops, unlisted).
 #: Anything not in OPS is treated this way, so this set only documents intent.
 

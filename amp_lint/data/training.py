@@ -42,6 +42,10 @@ GRAD_SCALERS: FrozenSet[str] = frozenset(
     }
 )
 
+#: The GradScaler methods of the loss-scaling protocol, in the order a training step calls them
+#: (``unscale_`` only before clipping or inspecting gradients); torch 2.13 ``torch/amp/grad_scaler.py``.
+SCALER_METHODS = ("scale", "unscale_", "step", "update")
+
 #: Autocast context managers (qualified) -> the device they imply (None: given as argument).
 AUTOCASTS: Dict[str, Optional[str]] = {
     "torch.autocast": None,

@@ -79,6 +79,21 @@ def _names_assigned(stmt: ast.stmt) -> Set[str]:
     return out
 
 
+def _names_stored(stmt: ast.stmt) -> Set[str]:
+    """Names a (compound) statement binds or mutates anywhere inside it."""
+    out: Set[str] = set()
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            out.add(node.id)
+        elif isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            root = node.value
+            while isinstance(root, (ast.Attribute, ast.Subscript)):
+                root = root.value
+            if isinstance(root, ast.Name):
+                out.add(root.id)
+    return out
+
+
 def _block_of(tree: ast.AST, stmt: ast.stmt) -> Optional[Tuple[List[ast.stmt], int]]:
     """(the statement list holding ``stmt``, its index)."""
     for node in ast.walk(tree):
@@ -221,7 +236,9 @@ class Migration:
             for j in range(index - 1, -1, -1):
                 candidate = body[j]
                 if not isinstance(candidate, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr)):
-                    break
+                    if _names_stored(candidate) & needed:
+                        break  # a branch or loop changes what the loss reads: not a straight line
+                    continue  # logging, a finiteness check: stays outside the autocast region
                 if _names_assigned(candidate) & needed:
                     contributing.append(j)
                     value = getattr(candidate, "value", None)
@@ -747,6 +764,8 @@ class _Builder:
             if loss_node is None or not isinstance(call, cst.Call):
                 raise ValueError("cannot route the backward")
             args = ", ".join(self.fctx.code(a).rstrip(", ") for a in call.args)
+            if isinstance(loss_node, cst.BaseExpression) and loss_node.lpar:  # ``(loss / n).backward()``
+                loss_node = loss_node.with_changes(lpar=[], rpar=[])
             new_call = cst.parse_expression(f"{scaler}.scale({self.fctx.code(loss_node)}).backward({args})")
             _, block, index = self.locate(_statement(backward.ancestors))  # type: ignore[arg-type]
 

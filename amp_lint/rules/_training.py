@@ -9,7 +9,7 @@ from amp_lint.engine.checker import CheckContext
 from amp_lint.engine.fixing import FixPlan
 from amp_lint.rules._migration import Migration
 from amp_lint.semantics.training import TrainingModel, TrainingStep
-from amp_lint.semantics.values import Coll, Obj, Seq, Tensor, Value, element, options
+from amp_lint.semantics.values import UNKNOWN, Coll, Obj, Seq, Tensor, Value, element, options
 
 _TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test|conftest)\.py$|(^|/)tests?/")
 
@@ -58,15 +58,17 @@ def optimizes_plain_tensors(step: TrainingStep) -> bool:
 
 
 def _plain_tensors(params: Optional[Value]) -> bool:
-    """A list of tensors none of which may be a module parameter, one at least known."""
+    """A list of tensors none of which may be a module parameter, one at least of known dtype."""
     known = False
     for option in options(params) if params is not None else ():
         if not isinstance(option, (Seq, Coll)):
             return False
         for item in options(element(option)):
+            if item is UNKNOWN:
+                continue  # buffers of a model we cannot see, say; a parameter would say so
             if not isinstance(item, Tensor) or item.param:
                 return False
-            known = known or not item.unknown
+            known = known or bool(item.dtypes)
     return known
 
 

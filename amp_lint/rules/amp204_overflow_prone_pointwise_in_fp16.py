@@ -46,7 +46,8 @@ class OverflowPronePointwiseInFp16(Rule):
     Finds `exp`/`expm1`/`cosh`/`sinh`, `pow`/`**` with an exponent >= 2 and `square` applied to
     float16 values where nothing upcasts them (CUDA autocast runs exp and pow in float32; CPU
     autocast and pure fp16 do not), including the hand-written softmax `exp(x) / exp(x).sum()`.
-    A max-subtracted `exp(x - x.max())` is not reported, nor a square that feeds a reduction
+    A max-subtracted `exp(x - x.max())` and the exp of log-probabilities
+    (`F.log_softmax(x, -1).exp()`, at most 1) are not reported, nor a square that feeds a reduction
     (AMP203 reports that one).
 
     ## Why is this bad?
@@ -71,6 +72,7 @@ class OverflowPronePointwiseInFp16(Rule):
         x = torch.randn(8).half()
         y = torch.exp(x.float())
         z = torch.exp(x - x.max(dim=-1, keepdim=True).values)
+        p = torch.nn.functional.log_softmax(x, dim=-1).exp()
         w = x ** 0.5
         """),
         Valid("""
@@ -212,8 +214,17 @@ class OverflowPronePointwiseInFp16(Rule):
         return False
 
 
+#: Ops whose result is <= 0 (log-probabilities): their exp cannot overflow.
+_NONPOSITIVE = frozenset({"log_softmax", "logsigmoid"})
+
+
 def _max_subtracted(expr: ast.AST) -> bool:
-    """``x - x.max(...)`` / ``x - logsumexp(...)``: exp of a value <= 0 cannot overflow."""
+    """``x - x.max(...)`` / ``x - logsumexp(...)`` / ``log_softmax(x)``: exp of a value <= 0 cannot
+    overflow."""
+    if isinstance(expr, ast.Call):
+        func = expr.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        return name in _NONPOSITIVE
     if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Sub):
         for node in ast.walk(expr.right):
             if isinstance(node, ast.Attribute) and node.attr in ("max", "amax", "logsumexp", "values"):

@@ -599,7 +599,15 @@ def call_torch_module(interp: "Interpreter", frame: "Frame", module: Module, arg
         return apply_op(op, [a for a in args[:2] if not _is_star(a)], frame)
     if kind == "params":
         if op is not None:
-            return apply_op(op, [first if first is not None else UNKNOWN, param], frame)
+            result = apply_op(op, [first if first is not None else UNKNOWN, param], frame)
+            if frame.state is None and isinstance(result, Tensor) and isinstance(first, Tensor) \
+                    and first.dtypes & FLOATS and param.dtypes & FLOATS:
+                # the weights and the input must share a dtype (a half layer given fp32 raises),
+                # so when the two disagree one of them is known imprecisely: keep either's half
+                dtypes = (first.dtypes | param.dtypes) & FLOATS
+                origin = param.origin if param.half else (first.origin if first.half else None)
+                result = Tensor(dtypes, first.unknown or param.unknown, origin, graph=result.graph)
+            return result
         if frame.state is not None and short in ("MultiheadAttention", "LSTM", "GRU", "RNN", "Transformer",
                                                  "TransformerEncoder", "TransformerDecoder",
                                                  "TransformerEncoderLayer", "TransformerDecoderLayer"):
@@ -1028,10 +1036,10 @@ def call_builtin(interp: "Interpreter", frame: "Frame", name: str, args: List[Va
     if name in ("abs", "round", "divmod", "pow"):
         if name == "abs" and isinstance(first, Scalar) and isinstance(first.value, (int, float)):
             return Scalar(first.kind, abs(first.value))
-        return first if isinstance(first, Tensor) else Scalar("num")
+        return Scalar("num") if isinstance(first, Scalar) else first  # a tensor's abs is a tensor
     if name == "sum":
-        elem = interp.iterate(first, frame)
-        return elem if isinstance(elem, Tensor) else Scalar("num")
+        elem = interp.iterate(first, frame)  # a sum of tensors (losses) is a tensor; unknown stays unknown
+        return Scalar("num") if isinstance(elem, Scalar) else elem
     if name in ("sorted", "list", "tuple", "reversed", "set", "frozenset", "iter"):
         if isinstance(first, Seq) and name in ("list", "tuple"):
             return first

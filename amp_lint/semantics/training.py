@@ -261,13 +261,6 @@ class TrainingModel:
         for event in self.events:
             if event.kind != "backward":
                 continue
-            container = _innermost(event.ancestors, (*LOOPS, *FUNCTIONS))
-            loop = container if isinstance(container, LOOPS) else None
-            function = _innermost(event.ancestors, FUNCTIONS)
-            key = id(container) if container is not None else id(self.tree)
-            if key in claimed:
-                claimed[key].backwards.append(event)
-                continue
             receiver = event.receiver
             assert receiver is not None
             loss, scaled = receiver, False
@@ -279,27 +272,48 @@ class TrainingModel:
             if apex_with is not None:
                 scaled = True
                 loss = apex_with.items[0].context_expr.args[0]  # type: ignore[attr-defined]
-            scope = container if container is not None else self.tree
-            step = TrainingStep(event, [event], loss, scaled, container, loop, function, apex_with=apex_with)
-            for other in self.events:
-                if other.kind == "backward" or not _within(other.ancestors, scope):
-                    continue
-                if _exclusive(other.ancestors, event.ancestors):
-                    continue
-                if other.kind == "unscale":
-                    step.unscales.append(other)
-                elif other.kind == "zero_grad":
-                    step.zero_grads.append(other)
-                elif other.kind != "scale" and other.position > event.position:
-                    {"step": step.steps, "scaler_step": step.scaler_steps, "update": step.updates,
-                     "clip": step.clips, "step_via": step.steps_via}[other.kind].append(other)
-            if not step.steps and not step.scaler_steps and not step.steps_via:
+            function = _innermost(event.ancestors, FUNCTIONS)
+            # the innermost loop (or function) that steps after the backward: an accumulation loop
+            # around the backward alone steps in the loop around it
+            step = None
+            for container in _containers(event.ancestors):
+                key = id(container) if container is not None else id(self.tree)
+                if key in claimed:
+                    claimed[key].backwards.append(event)
+                    step = claimed[key]
+                    break
+                loop = container if isinstance(container, LOOPS) else None
+                candidate = self._collect_step(event, loss, scaled, container, loop, function, apex_with)
+                if candidate.steps or candidate.scaler_steps or candidate.steps_via:
+                    step = candidate
+                    break
+            if step is None or key in claimed:
                 continue
             last = max(e.position for e in step.steps + step.scaler_steps + step.steps_via)
             step.clips = [c for c in step.clips if c.position < last]
             claimed[key] = step
             out.append(step)
         return out
+
+    def _collect_step(self, event: Event, loss: ast.AST, scaled: bool, container: Optional[ast.AST],
+                      loop: Optional[ast.AST], function: Optional[ast.AST],
+                      apex_with: Optional[ast.With]) -> TrainingStep:
+        """The protocol events in ``container`` around the backward ``event``."""
+        scope = container if container is not None else self.tree
+        step = TrainingStep(event, [event], loss, scaled, container, loop, function, apex_with=apex_with)
+        for other in self.events:
+            if other.kind == "backward" or not _within(other.ancestors, scope):
+                continue
+            if _exclusive(other.ancestors, event.ancestors):
+                continue
+            if other.kind == "unscale":
+                step.unscales.append(other)
+            elif other.kind == "zero_grad":
+                step.zero_grads.append(other)
+            elif other.kind != "scale" and other.position > event.position:
+                {"step": step.steps, "scaler_step": step.scaler_steps, "update": step.updates,
+                 "clip": step.clips, "step_via": step.steps_via}[other.kind].append(other)
+        return step
 
     def _apex_with(self, event: Event) -> Optional[ast.With]:
         """``with amp.scale_loss(loss, opt) as scaled: scaled.backward()``: the with statement."""
@@ -316,6 +330,20 @@ class TrainingModel:
                                 if isinstance(option, Ext) and option.name == "apex.amp.scale_loss":
                                     return ancestor
         return None
+
+
+def _containers(ancestors: Sequence[ast.AST]) -> List[Optional[ast.AST]]:
+    """The loops around the last node, innermost first, up to its function (which comes last; None
+    at module level)."""
+    out: List[Optional[ast.AST]] = []
+    for node in reversed(ancestors[:-1]):
+        if isinstance(node, LOOPS):
+            out.append(node)
+        elif isinstance(node, FUNCTIONS):
+            out.append(node)
+            return out
+    out.append(None)
+    return out
 
 
 def _innermost(ancestors: Sequence[ast.AST], types: tuple) -> Optional[ast.AST]:

@@ -1,0 +1,1 @@
+"""The directory the harness puts first on the instrumented script's ``PYTHONPATH`` (holds ``sitecustomize``)."""
