@@ -7,7 +7,7 @@ re-parses it (the fix loop lives in :mod:`amp_lint.engine.linter`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
@@ -43,6 +43,18 @@ class CstFix:
             ids.update(id(n) for n in iter_subtree(node))
         return ids
 
+    def claimed(self) -> Set[int]:
+        """ids of the nodes no other fix of the same pass may rewrite: replaced subtrees, except
+        inside a *wrapper* (a replacement that embeds the node it replaces, ``x`` ->
+        ``x.float()``), which keeps whatever other fixes do inside it."""
+        ids: Set[int] = set()
+        for node, new in self.replacements:
+            if is_wrapper(node, new):
+                ids.add(id(node))
+            else:
+                ids.update(id(n) for n in iter_subtree(node))
+        return ids
+
     def anchors(self) -> Set[int]:
         """ids of the nodes this fix replaces or inserts around."""
         return {id(n) for n, _ in self.replacements} | {
@@ -50,13 +62,25 @@ class CstFix:
         }
 
 
-def choose_compatible(fixes: Sequence[CstFix]) -> List[CstFix]:
-    """Greedily keep fixes whose rewritten subtrees do not overlap an earlier kept one's."""
+def is_wrapper(node: cst.CSTNode, new: Replacement) -> bool:
+    """Whether ``new`` embeds ``node`` itself (so edits inside ``node`` can be carried into it)."""
+    return isinstance(new, cst.CSTNode) and new is not node and any(n is node for n in iter_subtree(new))
+
+
+def choose_compatible(fixes: Sequence[CstFix], kinds: Optional[Sequence[str]] = None) -> List[CstFix]:
+    """Greedily keep fixes whose rewritten nodes do not overlap an earlier kept one's.
+
+    With ``kinds`` (one per fix, e.g. the rule code), a fix is deferred to a later pass when a
+    fix of the same kind sits inside what it rewrites: nested hazards (``exp(exp(x))``) are
+    fixed innermost first, which often makes the outer ones disappear.
+    """
+    if kinds is not None:
+        fixes = _innermost(fixes, kinds)
     kept: List[CstFix] = []
     claimed: Set[int] = set()
     claimed_anchors: Set[int] = set()
     for fix in fixes:
-        touched = fix.touched()
+        touched = fix.claimed()
         anchors = fix.anchors()
         if touched & claimed or anchors & claimed or touched & claimed_anchors:
             continue
@@ -64,6 +88,22 @@ def choose_compatible(fixes: Sequence[CstFix]) -> List[CstFix]:
         claimed |= touched
         claimed_anchors |= anchors
     return kept
+
+
+def _innermost(fixes: Sequence[CstFix], kinds: Sequence[str]) -> List[CstFix]:
+    anchors_of: Dict[str, Dict[int, int]] = {}
+    for index, (fix, kind) in enumerate(zip(fixes, kinds)):
+        for anchor in fix.anchors():
+            anchors_of.setdefault(kind, {})[anchor] = index
+    if all(len(a) <= 1 for a in anchors_of.values()):
+        return list(fixes)
+    out = []
+    for index, (fix, kind) in enumerate(zip(fixes, kinds)):
+        same = anchors_of.get(kind, {})
+        own = fix.anchors()
+        if not any(same.get(i, index) != index for i in fix.touched() - own):
+            out.append(fix)
+    return out
 
 
 class _ApplyFixes(cst.CSTTransformer):
@@ -87,7 +127,12 @@ class _ApplyFixes(cst.CSTTransformer):
             new = self.replace[key]
             if isinstance(new, cst.RemovalSentinel):
                 return new
-            result = new(updated_node) if callable(new) and not isinstance(new, cst.CSTNode) else new
+            if callable(new) and not isinstance(new, cst.CSTNode):
+                result = new(updated_node)
+            elif updated_node is not original_node and is_wrapper(original_node, new):
+                result = new.deep_replace(original_node, updated_node)  # keep the edits inside
+            else:
+                result = new
         if key in self.before or key in self.after:
             return cst.FlattenSentinel([*self.before.get(key, []), result, *self.after.get(key, [])])
         if isinstance(result, cst.IndentedBlock) and not result.body:
@@ -143,6 +188,43 @@ def apply_fixes(module: cst.Module, fixes: Sequence[CstFix]) -> str:
     if imports:
         updated = add_imports(updated, imports)
     return updated.code
+
+
+def local_edits(fix: CstFix, module: cst.Module, text: str, positions: Any) -> Optional[Tuple[Edit, ...]]:
+    """The edits of a fix that only replaces expressions, computed from the replaced nodes alone
+    (no render of the whole module); None when the fix needs the whole module (insertions,
+    imports to add, statements, removals)."""
+    if fix.insert_before or fix.insert_after or not fix.replacements:
+        return None
+    if fix.add_imports and not set(fix.add_imports) <= _bound_modules(module):
+        return None
+    edits = []
+    for node, new in fix.replacements:
+        if isinstance(new, cst.RemovalSentinel) or isinstance(node, (cst.BaseStatement, cst.BaseSmallStatement,
+                                                                      cst.BaseSuite, cst.Module)):
+            return None
+        replacement = new(node) if callable(new) and not isinstance(new, cst.CSTNode) else new
+        if isinstance(replacement, (cst.BaseStatement, cst.BaseSmallStatement, cst.BaseSuite)):
+            return None
+        start, end = positions.span(node)
+        old, content = text[start:end], module.code_for_node(replacement)
+        # Trim what the old and new text share, as a diff of the whole module would.
+        head = 0
+        while head < min(len(old), len(content)) and old[head] == content[head]:
+            head += 1
+        tail = 0
+        while tail < min(len(old), len(content)) - head and old[-1 - tail] == content[-1 - tail]:
+            tail += 1
+        if old == content:
+            continue
+        row, col = positions.location(start + head)
+        end_row, end_col = positions.location(end - tail)
+        edits.append(Edit(content[head:len(content) - tail], Location(row, col + 1), Location(end_row, end_col + 1)))
+    edits.sort(key=lambda e: (e.location.row, e.location.column))
+    for before, after in zip(edits, edits[1:]):
+        if (after.location.row, after.location.column) < (before.end_location.row, before.end_location.column):
+            return None  # overlapping replacements: let the whole render decide
+    return tuple(edits)
 
 
 def text_edit(old: str, new: str) -> Optional[Edit]:

@@ -55,6 +55,11 @@ class FixContext:
         self._parents: Dict[int, cst.CSTNode] = {}
         self._names: Optional[ImportTable] = None
 
+    @property
+    def positions(self):  # -> amp_lint.engine.positions.Positions
+        """Character spans and positions of the module's nodes."""
+        return self._positions
+
     # -- finding nodes -------------------------------------------------------------------------------
     def _build_index(self) -> Dict[Tuple[int, int, int, int], List[cst.CSTNode]]:
         index: Dict[Tuple[int, int, int, int], List[cst.CSTNode]] = {}

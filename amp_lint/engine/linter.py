@@ -14,16 +14,17 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Collection, Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
 from amp_lint.config import Settings
+from amp_lint.engine.bindings import NameFacts, describe, name_facts, new_problems
 from amp_lint.engine.checker import CheckContext, RawFinding, node_range, walk
-from amp_lint.engine.fixes import apply_fixes, choose_compatible, text_edit
-from amp_lint.engine.fixing import FixContext
+from amp_lint.engine.fixes import CstFix, apply_fixes, choose_compatible, local_edits, text_edit
+from amp_lint.engine.fixing import FixContext, FixPlan
 from amp_lint.engine.noqa import Suppressions, parse_suppressions
-from amp_lint.findings import Applicability, Finding, Fix, Location, Related, Severity
+from amp_lint.findings import Applicability, Edit, Finding, Fix, Location, Related, Severity
 from amp_lint.semantics.facts import Facts
 from amp_lint.semantics.interpreter import DEBUG, Interpreter
 from amp_lint.semantics.program import SourceModule, extra_roots
@@ -160,8 +161,10 @@ def reportable(raws: Sequence[RawFinding], parsed: ParsedFile, module: SourceMod
 
 
 def findings_of(parsed: ParsedFile, module: Optional[SourceModule], raws: Sequence[RawFinding], settings: Settings,
-                want_edits: bool, paths: Dict[str, str]) -> List[Finding]:
-    """Reported findings of a checked file (sorted), with fix edits when ``want_edits``."""
+                want_edits: bool, paths: Dict[str, str], withheld: Optional["Withheld"] = None,
+                index: int = 0) -> List[Finding]:
+    """Reported findings of a checked file (sorted), with fix edits when ``want_edits``; a
+    finding whose fix the fix rounds withheld has none, and its fix title says why."""
     if module is None:
         if parsed.syntax_error is not None and parsed.syntax_check:
             return [parsed.syntax_error]
@@ -172,23 +175,36 @@ def findings_of(parsed: ParsedFile, module: Optional[SourceModule], raws: Sequen
         row, col, end_row, end_col = node_range(module, raw.node)
         fix = None
         plan = raw.fix
-        if plan is not None and want_edits:
+        fix_title = raw.fix_title
+        reason = withheld.reason(index, module, raw) if plan is not None and withheld is not None else None
+        if reason is not None:
+            plan, fix_title = None, f"fix withheld: {reason}"
+        elif plan is not None and want_edits:
             if fctx is None:
                 fctx = _fix_context(parsed.text)
             built = _build(plan, fctx) if fctx is not None else None
             if built is not None:
-                edit = text_edit(parsed.text, apply_fixes(fctx.module, [built]))  # type: ignore[union-attr]
-                fix = Fix(plan.applicability, plan.title, (edit,) if edit else ())
+                fix = Fix(plan.applicability, plan.title, _edits(built, fctx))  # type: ignore[arg-type]
         related = tuple(Related(paths.get(e.path, e.path), e.line, e.message) for e in raw.evidence)
         out.append(Finding(
             code=raw.rule.code, name=raw.rule.name, severity=raw.rule.severity, message=raw.message,
             filename=parsed.path, location=Location(row, col + 1), end_location=Location(end_row, end_col + 1),
-            fix_applicability=plan.applicability if plan else None, fix_title=raw.fix_title, fix=fix,
+            fix_applicability=plan.applicability if plan else None, fix_title=fix_title, fix=fix,
             precision_context=raw.precision_context, confidence=raw.confidence, noqa_row=row,
             source_line=module.line(row), related=related,
         ))
     out.sort(key=lambda f: f.sort_key())
     return out
+
+
+def _edits(fix: CstFix, fctx: FixContext) -> Tuple[Edit, ...]:
+    """The text edits of one fix: from the replaced nodes alone where it only replaces
+    expressions, else from a render of the whole module with this fix."""
+    edits = local_edits(fix, fctx.module, fctx.text, fctx.positions)
+    if edits is None:
+        edit = text_edit(fctx.text, apply_fixes(fctx.module, [fix]))
+        edits = (edit,) if edit else ()
+    return edits
 
 
 def _fix_context(text: str) -> Optional[FixContext]:
@@ -206,72 +222,222 @@ def _build(plan, fctx: FixContext):
 
 
 def lint_files(files: Sequence[ParsedFile], settings: Settings, want_edits: bool = False,
-               errors: Optional[List[Tuple[str, int, str]]] = None) -> List[List[Finding]]:
-    """The findings of each file, analysed together (internal errors, if any, go to ``errors``)."""
+               errors: Optional[List[Tuple[str, int, str]]] = None,
+               only: Optional[Collection[int]] = None) -> List[List[Finding]]:
+    """The findings of each file (of the indexes in ``only``; the others are read for context and
+    get none), analysed together; internal errors, if any, go to ``errors``."""
     analysis, raws = check(files, settings)
     if errors is not None:
         errors.extend(analysis.errors)
     paths = {m.relpath: m.path for m in analysis.modules.values()}
     return [findings_of(parsed, analysis.modules.get(i), raws.get(i, []), settings, want_edits, paths)
+            if only is None or i in only else []
             for i, parsed in enumerate(files)]
 
 
 # -- fixing ----------------------------------------------------------------------------------------
+#: Rounds that fix nested hazards of one rule innermost first (later rounds take nested wrappers
+#: together, so that a deep nest still converges).
+INNERMOST_ROUNDS = MAX_FIX_ROUNDS // 2
+#: Times the rounds start over with more fixes withheld before the files still at fault are
+#: left unfixed.
+MAX_WITHHOLD_ROUNDS = 5
+
+FixKey = Tuple[str, str]  # (rule code, source of the flagged node): one fix across rounds
+
+
+def fix_key(module: SourceModule, raw: RawFinding) -> FixKey:
+    return raw.rule.code, module.segment(raw.node, limit=1 << 30)
+
+
+@dataclass
+class Withheld:
+    """Fixes the name check refused, per file: by fix (reason), or every fix of a file that
+    still had a name problem after :data:`MAX_WITHHOLD_ROUNDS` (reason)."""
+
+    fixes: Dict[int, Dict[FixKey, str]] = field(default_factory=dict)
+    files: Dict[int, str] = field(default_factory=dict)
+
+    def reason(self, index: int, module: SourceModule, raw: RawFinding) -> Optional[str]:
+        """Why the fix of ``raw`` was withheld (None: it was not)."""
+        if index in self.files:
+            return self.files[index]
+        keys = self.fixes.get(index)
+        return keys.get(fix_key(module, raw)) if keys else None
+
+
 @dataclass
 class FixOutcome:
     texts: List[str]
     fixed: List[int]
     findings: List[List[Finding]]
-    converged: bool = True
+    #: indexes of the files that still had fixes to apply when the rounds ran out
+    unsettled: List[int] = field(default_factory=list)
     errors: List[Tuple[str, int, str]] = field(default_factory=list)
+
+    @property
+    def converged(self) -> bool:
+        return not self.unsettled
+
+
+@dataclass
+class _Pass:
+    """A round's fixes of one file that introduced name problems, kept for blaming them."""
+
+    text: str  # the file before the round
+    applied: List[Tuple[FixKey, FixPlan]]
+    introduced: Dict[str, str]  # problem -> reason, relative to ``text``
+
+
+@dataclass
+class _Rounds:
+    current: List[ParsedFile]
+    fixed: List[int]
+    analysis: Analysis
+    raws: Dict[int, List[RawFinding]]
+    unsettled: List[int]
+    passes: Dict[int, List[_Pass]]
+    #: file index -> name problems its final text has that its original had not
+    problems: Dict[int, Dict[str, str]]
 
 
 def fix_files(files: Sequence[ParsedFile], settings: Settings, want_edits: bool = False,
               only: Optional[Sequence[int]] = None) -> FixOutcome:
-    """Fix ``files`` (or only the indexes in ``only``, the rest read for context) in rounds."""
+    """Fix ``files`` (or only the indexes in ``only``, the rest read for context and given no
+    findings) in rounds.
+
+    Each fixed file's names are checked against its original (:mod:`amp_lint.engine.bindings`):
+    when the result reads a name nothing binds or leaves an import unused, the fixes that caused
+    it are withheld (their findings say why) and the rounds start over without them.
+    """
+    allowed = set(range(len(files))) if only is None else set(only)
+    withheld = Withheld()
+    attempts = 0
+    while True:
+        rounds = _fix_rounds(files, settings, allowed - set(withheld.files), withheld)
+        if not rounds.problems:
+            break
+        attempts += 1
+        blamed = _blame(rounds) if attempts <= MAX_WITHHOLD_ROUNDS else {}
+        for index, keys in blamed.items():
+            withheld.fixes.setdefault(index, {}).update(keys)
+        if not blamed:  # still at fault: leave those files as they are
+            for index, problems in rounds.problems.items():
+                withheld.files[index] = describe(problems)
+    analysis, raws = rounds.analysis, rounds.raws
+    paths = {m.relpath: m.path for m in analysis.modules.values()}
+    findings = [findings_of(parsed, analysis.modules.get(i), raws.get(i, []), settings, want_edits, paths,
+                            withheld, i) if i in allowed else []
+                for i, parsed in enumerate(rounds.current)]
+    return FixOutcome([p.text for p in rounds.current], rounds.fixed, findings, rounds.unsettled,
+                      list(analysis.errors))
+
+
+def _fix_rounds(files: Sequence[ParsedFile], settings: Settings, allowed: Set[int], withheld: Withheld) -> _Rounds:
+    """Check, apply every allowed file's compatible fixes, check again, until nothing changes or
+    :data:`MAX_FIX_ROUNDS` (one more round only looks whether fixes were left)."""
     current = list(files)
     fixed = [0] * len(files)
-    allowed = set(range(len(files))) if only is None else set(only)
-    converged = False
+    original: Dict[int, Optional[NameFacts]] = {}
+    facts: Dict[int, Optional[NameFacts]] = {}  # of the current text, once a file changed
+    passes: Dict[int, List[_Pass]] = {}
+    unsettled: List[int] = []
     analysis, raws = check(current, settings)
-    for _ in range(MAX_FIX_ROUNDS):
+    for round_ in range(MAX_FIX_ROUNDS + 1):
         changed = False
         for index in sorted(allowed):
             parsed = current[index]
             module = analysis.modules.get(index)
             if module is None:
                 continue
-            plans = [raw.fix for raw in reportable(raws.get(index, []), parsed, module, settings)
-                     if raw.fix is not None and (raw.fix.applicability is Applicability.SAFE or settings.unsafe_fixes)]
-            if not plans:
+            candidates = [raw for raw in reportable(raws.get(index, []), parsed, module, settings)
+                          if raw.fix is not None
+                          and (raw.fix.applicability is Applicability.SAFE or settings.unsafe_fixes)
+                          and withheld.reason(index, module, raw) is None]
+            if not candidates:
                 continue
-            result = apply_plans(parsed.text, plans)
+            kinds = [raw.rule.code for raw in candidates] if round_ < INNERMOST_ROUNDS else None
+            result = apply_plans(parsed.text, [raw.fix for raw in candidates], kinds)  # type: ignore[misc]
             if result is None:
                 continue
-            new_text, count = result
-            current[index] = ParsedFile.parse(parsed.path, parsed.relpath, new_text, parsed.rules, parsed.syntax_check)
-            if current[index].tree is None:  # pragma: no cover - apply_plans checked it parses
-                current[index] = parsed
+            if round_ == MAX_FIX_ROUNDS:
+                unsettled.append(index)  # the rounds ran out with fixes still to apply
                 continue
-            fixed[index] += count
+            new_text, chosen = result
+            new = ParsedFile.parse(parsed.path, parsed.relpath, new_text, parsed.rules, parsed.syntax_check)
+            if new.tree is None:  # pragma: no cover - apply_plans checked it parses
+                continue
+            if index not in facts:
+                original[index] = facts[index] = name_facts(parsed.text)
+            new_facts = name_facts(new_text)
+            introduced = new_problems(facts[index], new_facts)
+            if introduced:
+                applied = [(fix_key(module, candidates[i]), candidates[i].fix) for i in chosen]
+                passes.setdefault(index, []).append(_Pass(parsed.text, applied, introduced))  # type: ignore[arg-type]
+            facts[index] = new_facts
+            current[index] = new
+            fixed[index] += len(chosen)
             changed = True
         if not changed:
-            converged = True
             break
         analysis, raws = check(current, settings)
-    paths = {m.relpath: m.path for m in analysis.modules.values()}
-    findings = [findings_of(parsed, analysis.modules.get(i), raws.get(i, []), settings, want_edits, paths)
-                for i, parsed in enumerate(current)]
-    return FixOutcome([p.text for p in current], fixed, findings, converged, list(analysis.errors))
+    problems = {}
+    for index in passes:
+        found = new_problems(original[index], facts[index])
+        if found:
+            problems[index] = found
+    return _Rounds(current, fixed, analysis, raws, unsettled, passes, problems)
 
 
-def apply_plans(text: str, plans) -> Optional[Tuple[str, int]]:
-    """Apply the non-overlapping fixes of ``plans`` to ``text``; None when nothing applies."""
+def _blame(rounds: _Rounds) -> Dict[int, Dict[FixKey, str]]:
+    """The fixes that introduced each file's remaining problems, with their reasons: in the last
+    round that introduced a problem, the fixes that introduce it alone (or, when only their
+    combination does, all of that round's fixes)."""
+    out: Dict[int, Dict[FixKey, str]] = {}
+    for index, problems in rounds.problems.items():
+        blamed = out.setdefault(index, {})
+        remaining = dict(problems)
+        for step in reversed(rounds.passes.get(index, [])):
+            introduced = {k: v for k, v in step.introduced.items() if k in remaining}
+            if not introduced:
+                continue
+            start = name_facts(step.text)
+            fctx = _fix_context(step.text)
+            found = False
+            for key, plan in step.applied:
+                built = _build(plan, fctx) if fctx is not None else None
+                if built is None:
+                    continue
+                alone = new_problems(start, name_facts(apply_fixes(fctx.module, [built])))  # type: ignore[union-attr]
+                mine = {k: v for k, v in alone.items() if k in introduced}
+                if mine:
+                    blamed[key] = describe(mine)
+                    found = True
+            if not found:
+                for key, _plan in step.applied:
+                    blamed[key] = describe(introduced)
+            for k in introduced:
+                remaining.pop(k, None)
+            if not remaining:
+                break
+    return {index: keys for index, keys in out.items() if keys}
+
+
+def apply_plans(text: str, plans: Sequence[FixPlan], kinds: Optional[Sequence[str]] = None
+                ) -> Optional[Tuple[str, List[int]]]:
+    """Apply the non-overlapping fixes of ``plans`` to ``text``: (new text, indexes of the plans
+    applied), or None when nothing applies or the result would not parse. With ``kinds`` (one
+    per plan), nested fixes of one kind are applied innermost first (see ``choose_compatible``)."""
     fctx = _fix_context(text)
     if fctx is None:
         return None
-    built = [b for b in (_build(plan, fctx) for plan in plans) if b is not None]
-    chosen = choose_compatible(built)
+    built: List[Tuple[int, CstFix]] = []
+    for index, plan in enumerate(plans):
+        fix = _build(plan, fctx)
+        if fix is not None:
+            built.append((index, fix))
+    fixes = [fix for _, fix in built]
+    chosen = choose_compatible(fixes, [kinds[i] for i, _ in built] if kinds is not None else None)
     if not chosen:
         return None
     new_text = apply_fixes(fctx.module, chosen)
@@ -282,7 +448,8 @@ def apply_plans(text: str, plans) -> Optional[Tuple[str, int]]:
         compile(new_text, "<fixed>", "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
     except (cst.ParserSyntaxError, SyntaxError, RecursionError, ValueError):
         return None
-    return new_text, len(chosen)
+    ids = {id(fix) for fix in chosen}
+    return new_text, [index for index, fix in built if id(fix) in ids]
 
 
 # -- one text --------------------------------------------------------------------------------------

@@ -49,6 +49,7 @@ class _OffsetState(CodegenState):
         super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
         self.offset = 0
         self.spans: Dict[cst.CSTNode, Span] = {}
+        self.full: Dict[cst.CSTNode, Span] = {}  # whole node, where it differs from ``spans``
         self._starts: List[int] = []
         self.popped = ""
 
@@ -71,8 +72,11 @@ class _OffsetState(CodegenState):
 
     def after_codegen(self, node: cst.CSTNode) -> None:
         start = self._starts.pop()
+        span = (start, self.offset)
         if node not in self.spans:
-            self.spans[node] = (start, self.offset)
+            self.spans[node] = span
+        elif self.spans[node] != span:
+            self.full[node] = span
 
     def record_syntactic_position(self, node: cst.CSTNode, *, start_node: Optional[cst.CSTNode] = None,
                                   end_node: Optional[cst.CSTNode] = None) -> _Syntactic:  # type: ignore[override]
@@ -86,6 +90,7 @@ class Positions:
         state = _OffsetState(module)
         module._codegen(state)
         self._spans = state.spans
+        self._full = state.full
         text = "".join(state.tokens) + state.popped
         # Line starts as PositionProvider counts lines: "\r\n", "\r" and "\n" each end one.
         self._line_starts = [0] + [m.end() for m in _NEWLINE_RE.finditer(text)]
@@ -101,6 +106,15 @@ class Positions:
             start, end = self._spans[node]
             found = self._cache[node] = CodeRange(self._position(start), self._position(end))
         return found
+
+    def span(self, node: cst.CSTNode) -> Span:
+        """Character offsets of ``node``'s whole text (parentheses and owned whitespace included)."""
+        return self._full.get(node) or self._spans[node]
+
+    def location(self, offset: int) -> Tuple[int, int]:
+        """(1-based row, 0-based column) of a character offset."""
+        position = self._position(offset)
+        return position.line, position.column
 
     def __contains__(self, node: object) -> bool:
         return node in self._spans
