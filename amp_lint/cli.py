@@ -217,8 +217,9 @@ def _run(*, paths, select, ignore, extend_select, output_format, output_file, st
         options = RunOptions(fix=fix, diff=diff, want_edits=_want_edits(fmt, show_fixes), cache=not no_cache)
         report = process_stdin(data, filename, selection, options)
         reports.append(report)
-        if fix and not diff and report.error is None and report.source is not None:
-            # Bytes, so the source's encoding, BOM and line endings survive the round trip.
+        if fix and not diff and report.source is not None:
+            # Bytes, so the source's encoding, BOM and line endings survive the round trip (a
+            # notebook the fix could not be written back to comes back unchanged).
             text = report.new_text if report.new_text is not None else report.source.text
             sys.stdout.flush()
             sys.stdout.buffer.write(report.source.encode(text))
@@ -241,10 +242,12 @@ def _run(*, paths, select, ignore, extend_select, output_format, output_file, st
             if not statistics and fmt not in ("concise", "full"):
                 _write(_render([], fmt, settings, show_fixes=False), output_file, sys.stdout)
             return EXIT_CLEAN
+        from amp_lint.project_scope import project_scope
         from amp_lint.runner import RunOptions, run
 
         options = RunOptions(fix=fix, diff=diff, want_edits=_want_edits(fmt, show_fixes), cache=not no_cache)
-        reports = run(files, selection, options)
+        scope = project_scope(paths, files, excludes, Path(settings.project_root))
+        reports = run(files, selection, options, scope.context, scope.root)
     for report in reports:
         if report.error:
             errors.append((report.path, report.error))

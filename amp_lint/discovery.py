@@ -15,6 +15,9 @@ from pathlib import Path
 from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
 
 PYTHON_SUFFIXES = (".py", ".pyi")
+#: What a directory walk picks up: Python files and, like ruff's default ``extend-include``,
+#: Jupyter notebooks.
+INCLUDED_SUFFIXES = PYTHON_SUFFIXES + (".ipynb",)
 
 
 @dataclass
@@ -297,7 +300,7 @@ def _walk(top: Path, excludes: Sequence[str], root: Path, skipped: Optional[List
             if is_dir:
                 yield from walk(Path(entry.path), child_abs)
                 continue
-            if not entry.name.endswith(PYTHON_SUFFIXES):
+            if not entry.name.endswith(INCLUDED_SUFFIXES):
                 continue
             try:
                 is_file = entry.is_file()

@@ -74,6 +74,8 @@ class Related:
     filename: str
     row: int
     message: str
+    #: in a notebook: the 1-based cell, ``row`` is then within it
+    cell: Optional[int] = None
 
 
 @dataclass
@@ -96,6 +98,9 @@ class Finding:
     source_line: Optional[str] = field(default=None, repr=False)
     #: the chain that makes the value half: where it comes from, then the calls that carry it
     related: Tuple[Related, ...] = ()
+    #: In a notebook: the 1-based cell (counting every cell, as Jupyter shows them); rows are
+    #: then relative to the cell, as ruff reports them.
+    cell: Optional[int] = None
 
     @property
     def url(self) -> str:
@@ -110,4 +115,4 @@ class Finding:
         return self.fix_applicability is Applicability.SAFE or unsafe_fixes
 
     def sort_key(self) -> tuple:
-        return (self.filename, self.location.row, self.location.column, self.code)
+        return (self.filename, self.cell or 0, self.location.row, self.location.column, self.code)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import difflib
 import gc
 import hashlib
 import os
@@ -27,6 +26,7 @@ from amp_lint.config import Settings, enabled_codes, ignored_for_path
 from amp_lint.engine.linter import (
     MAX_FIX_ROUNDS, SYNTAX_ERROR_CODE, FileReport, ParsedFile, fix_files, lint_files,
 )
+from amp_lint.findings import Finding
 from amp_lint.rules import ALL_RULES, RESERVED_CODES
 from amp_lint.rules.base import Rule
 from amp_lint.source import SourceError, SourceFile, decode_source, write_atomic
@@ -94,48 +94,77 @@ def _read_bytes(path: str) -> bytes:
 
 @dataclass
 class _Input:
-    """One file of the run: its report (errors go there), decoded source and parse."""
+    """One file of the run: its report (errors go there), bytes, decoded source and parse."""
 
     report: FileReport
+    #: a file of the project read only for the analysis: not reported on, never fixed
+    context: bool = False
+    data: Optional[bytes] = None
     source: Optional[SourceFile] = None
     parsed: Optional[ParsedFile] = None
     digest: Optional[str] = None
 
+    def decode(self) -> None:
+        """Decode the bytes read (a failure is the report's error)."""
+        if self.data is None or self.source is not None or self.report.error is not None:
+            return
+        try:
+            self.source = decode_source(self.report.path, self.data)
+        except SourceError as exc:
+            self.report.error = str(exc)
+        self.data = None
+
 
 def _parse(source: SourceFile, relpath: str, selection: Selection) -> ParsedFile:
-    rules, syntax = selection.for_path(relpath)
+    rules, syntax = selection.for_path(relative_to_root(source.path, selection.settings.project_root))
     return ParsedFile.parse(source.path, relpath, source.text, rules, syntax)
 
 
-def run(paths: Sequence[str], selection: Selection, options: RunOptions) -> List[FileReport]:
-    """Reports for ``paths`` in order, the files analysed as one program."""
+def run(paths: Sequence[str], selection: Selection, options: RunOptions, context: Sequence[str] = (),
+        root: Optional[str] = None) -> List[FileReport]:
+    """Reports for ``paths`` in order, the files analysed as one program.
+
+    ``context``: the other files of the project (see :mod:`amp_lint.project_scope`), analysed
+    with ``paths`` as one program but neither reported on nor fixed. ``root``: the directory
+    module names are relative to (default: the settings' project root).
+    """
     settings = selection.settings
-    root = settings.project_root
-    cache = Cache(root, settings, _options_key(options)) if options.cache and paths else None
+    root = root or settings.project_root
+    cache = Cache(settings.project_root, settings, _options_key(options)) if options.cache and paths else None
     inputs: List[_Input] = []
-    for path in paths:
-        item = _Input(FileReport(path=path))
+    for path in [*paths, *context]:
+        item = _Input(FileReport(path=path), context=len(inputs) >= len(paths))
         inputs.append(item)
         try:
-            data = _read_bytes(path)
-            item.digest = content_digest(data)
-            item.source = decode_source(path, data)
+            item.data = _read_bytes(path)
+            item.digest = content_digest(item.data)
         except SourceError as exc:
             item.report.error = str(exc)
+    given = inputs[:len(paths)]
     project = _project_digest(inputs, root)
     if cache is not None:
-        cached = [cache.get((relative_to_root(i.report.path, root), "report"), project) for i in inputs]
+        cached = [cache.get(_cache_key(i, settings), project) for i in given]
         # a fix with nothing fixable is a check: the cached reports answer it too
         if all(isinstance(c, FileReport) for c in cached) and not (
                 (options.fix or options.diff) and any(f.fixable(settings.unsafe_fixes)
                                                       for c in cached for f in c.findings)):  # type: ignore
-            out = [dataclasses.replace(c, path=i.report.path) for c, i in zip(cached, inputs)]  # type: ignore
+            out = [_respelled(c, i.report.path) for c, i in zip(cached, given)]  # type: ignore[arg-type]
             if options.keep_source:
-                for report, item in zip(out, inputs):
+                for report, item in zip(out, given):
+                    item.decode()
                     report.source = item.source
             return out
     with _fewer_collections():
-        return _analyse_and_report(inputs, selection, options, cache, project)
+        _analyse_and_report(inputs, selection, options, cache, project, root)
+    return [i.report for i in given]
+
+
+def _respelled(report: FileReport, path: str) -> FileReport:
+    """A cached report for ``path`` as this run spells it (``./a.py`` or ``a.py``)."""
+    if report.path == path:
+        return dataclasses.replace(report)
+    findings = [dataclasses.replace(f, filename=path) if f.filename == report.path else f for f in report.findings]
+    return dataclasses.replace(report, path=path, findings=findings)
 
 
 @contextlib.contextmanager
@@ -156,37 +185,37 @@ def _fewer_collections() -> Iterator[None]:
 
 
 def _analyse_and_report(inputs: List["_Input"], selection: Selection, options: RunOptions,
-                        cache: Optional[Cache], project: str) -> List[FileReport]:
+                        cache: Optional[Cache], project: str, root: str) -> None:
     settings = selection.settings
-    root = settings.project_root
     for item in inputs:
+        item.decode()
         if item.source is not None:
             item.parsed = _parse(item.source, relative_to_root(item.source.path, root), selection)
     live = [i for i in inputs if i.parsed is not None]
     parsed = [i.parsed for i in live]
     errors: List[Tuple[str, int, str]] = []
     if options.fix or options.diff:
-        outcome = fix_files(parsed, settings, options.want_edits)  # type: ignore[arg-type]
+        outcome = fix_files(parsed, settings, options.want_edits,  # type: ignore[arg-type]
+                            only=[n for n, item in enumerate(live) if not item.context])
         for item, text, fixed, findings in zip(live, outcome.texts, outcome.fixed, outcome.findings):
             item.report.findings = findings
             item.report.fixed = fixed
             assert item.source is not None
             if text != item.source.text:
-                item.report.new_text = text
-                if not options.diff:
-                    try:
-                        write_atomic(item.source.path, item.source.encode(text))
-                    except OSError as exc:
-                        item.report.error = f"cannot write fixed file: {exc.strerror or exc}"
+                _fixed_text(item, text, write=not options.diff)
         errors.extend(outcome.errors)
-        if not outcome.converged:
-            for item in live:
-                if item.report.fixed:
-                    item.report.warning = (f"fixes did not converge in {MAX_FIX_ROUNDS} rounds; "
-                                           "run `amp-lint fix` again")
+        for index in outcome.unsettled:
+            live[index].report.warning = not_converged_warning()
     else:
-        for item, findings in zip(live, lint_files(parsed, settings, options.want_edits, errors)):  # type: ignore
+        # Context files' findings are cached for later runs, except with fix edits (they cost a
+        # LibCST parse each): then only the given files get findings.
+        only = {n for n, item in enumerate(live) if not item.context} if options.want_edits else None
+        for item, findings in zip(live, lint_files(parsed, settings, options.want_edits, errors, only)):  # type: ignore
             item.report.findings = findings
+    for item in live:
+        assert item.source is not None
+        item.report.findings = in_cells(item.source, item.report.new_text or item.source.text,
+                                        item.report.findings)
     by_relpath = {i.parsed.relpath: i for i in live if i.parsed is not None}
     for relpath, line, description in errors:
         item = by_relpath.get(relpath)
@@ -200,11 +229,48 @@ def _analyse_and_report(inputs: List["_Input"], selection: Selection, options: R
     if cache is not None:
         if not (options.fix or options.diff):
             for item in inputs:
-                if item.report.error is None:
-                    cache.put((relative_to_root(item.report.path, root), "report"), project,
-                              dataclasses.replace(item.report, source=None))
-        cache.save(present=[(relative_to_root(i.report.path, root), "report") for i in inputs])
-    return [i.report for i in inputs]
+                if item.report.error is None and not (item.context and options.want_edits):
+                    cache.put(_cache_key(item, settings), project, dataclasses.replace(item.report, source=None))
+        cache.save(present=[_cache_key(i, settings) for i in inputs])
+
+
+def not_converged_warning() -> str:
+    """The warning for a file whose fixes still changed it when the rounds ran out."""
+    return (f"fixes did not converge in {MAX_FIX_ROUNDS} rounds; running `amp-lint fix` again would "
+            "change the file further")
+
+
+def _fixed_text(item: "_Input", text: str, write: bool) -> None:
+    """Record (and, when ``write``, atomically write) a file's fixed text; a notebook whose cells
+    the fix cannot be put back into is left as it was, with an error."""
+    assert item.source is not None
+    try:
+        data = item.source.encode(text)
+    except SourceError as exc:
+        item.report.error, item.report.fixed = str(exc), 0
+        return
+    item.report.new_text = text
+    if write:
+        try:
+            write_atomic(item.source.path, data)
+        except OSError as exc:
+            item.report.error = f"cannot write fixed file: {exc.strerror or exc}"
+
+
+def in_cells(source: SourceFile, text: str, findings: List[Finding]) -> List[Finding]:
+    """A notebook's findings (rows of the module ``text`` made of its cells) moved into their
+    cells; other files' findings as they are."""
+    from amp_lint.notebook import NotebookSource
+
+    if not isinstance(source, NotebookSource) or not findings:
+        return findings
+    from amp_lint.notebook import CellMap, to_cells
+
+    return to_cells(findings, CellMap.of(text))
+
+
+def _cache_key(item: "_Input", settings: Settings) -> Tuple[str, str]:
+    return relative_to_root(item.report.path, settings.project_root), "report"
 
 
 def _options_key(options: RunOptions) -> str:
@@ -212,11 +278,12 @@ def _options_key(options: RunOptions) -> str:
 
 
 def _project_digest(inputs: Sequence[_Input], root: str) -> str:
-    """A digest of every file of the run (path and bytes): any change invalidates every report."""
+    """A digest of every file of the run (path and bytes, in any order): any change invalidates
+    every report. A run on some files of a project and one on all of them share it."""
     digest = hashlib.blake2b(digest_size=16)
-    for item in inputs:
-        digest.update(relative_to_root(item.report.path, root).encode() + b"\0" + (item.digest or "-").encode()
-                      + b"\0")
+    for relpath, content in sorted((relative_to_root(item.report.path, root), item.digest or "-")
+                                   for item in inputs):
+        digest.update(relpath.encode() + b"\0" + content.encode() + b"\0")
     return digest.hexdigest()
 
 
@@ -230,10 +297,14 @@ def process_source(source: SourceFile, selection: Selection, options: RunOptions
     if options.fix or options.diff:
         outcome = fix_files([parsed], settings, options.want_edits)
         report.findings, report.fixed = outcome.findings[0], outcome.fixed[0]
+        if outcome.unsettled:
+            report.warning = not_converged_warning()
         if outcome.texts[0] != source.text:
-            report.new_text = outcome.texts[0]
+            item = _Input(report, source=source)
+            _fixed_text(item, outcome.texts[0], write=False)
     else:
         report.findings = lint_files([parsed], settings, options.want_edits)[0]
+    report.findings = in_cells(source, report.new_text or source.text, report.findings)
     return report
 
 
@@ -251,10 +322,17 @@ def process_stdin(data: bytes, filename: str, selection: Selection, options: Run
 
 
 def unified_diff(report: FileReport) -> str:
+    """The fix of one file as a unified diff (a notebook: one diff per changed cell)."""
     if report.new_text is None or report.source is None:
         return ""
+    from amp_lint.notebook import NotebookSource, notebook_diff
+
+    if isinstance(report.source, NotebookSource):
+        return notebook_diff(report.source, report.new_text, report.path)
+    from amp_lint.diff import unified_diff as diff
+
     return "".join(
-        difflib.unified_diff(
+        diff(
             report.source.text.splitlines(keepends=True),
             report.new_text.splitlines(keepends=True),
             fromfile="a/" + report.path.lstrip("/"),

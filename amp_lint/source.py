@@ -41,7 +41,12 @@ def declared_encoding(data: bytes) -> str:
 
 
 def decode_source(path: str, data: bytes) -> SourceFile:
-    """Decode file bytes as Python source, raising SourceError with a one-line reason."""
+    """Decode file bytes as Python source (a notebook: the module of its code cells, see
+    :mod:`amp_lint.notebook`), raising SourceError with a one-line reason."""
+    if path.endswith(".ipynb"):
+        from amp_lint.notebook import decode_notebook
+
+        return decode_notebook(path, data)
     if b"\x00" in data[:8192]:
         raise SourceError("binary file (contains NUL bytes)")
     bom = data.startswith(codecs.BOM_UTF8)

@@ -226,7 +226,7 @@ def test_output_format_json(project: Path) -> None:
     ]  # fmt: skip
     first = data[0]
     assert set(first) == {
-        "code", "message", "filename", "location", "end_location", "fix", "noqa_row", "url",
+        "cell", "code", "message", "filename", "location", "end_location", "fix", "noqa_row", "url",
         "name", "severity", "precision_context", "confidence", "evidence",
     }  # fmt: skip
     assert first["evidence"] == []  # a deprecated call needs no precision evidence

@@ -27,7 +27,7 @@ def test_hooks_file_shape() -> None:
     assert hooks["amp-lint-fix"]["entry"] == "amp-lint fix --force-exclude"
     for hook in hooks.values():
         assert hook["language"] == "python"
-        assert hook["types_or"] == ["python", "pyi"]
+        assert hook["types_or"] == ["python", "pyi", "jupyter"]
         assert hook["require_serial"] is False
         assert hook["name"] and hook["description"]
 
@@ -63,19 +63,31 @@ def _snapshot_of_this_repository(dest: Path) -> Path:
     return dest
 
 
-def _try_repo(project: Path, repo: Path, env: Dict[str, str]) -> subprocess.CompletedProcess:
+def _try_repo(project: Path, repo: Path, env: Dict[str, str], *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "pre_commit", "try-repo", str(repo), "--all-files", "--color", "never"],
+        [sys.executable, "-m", "pre_commit", "try-repo", str(repo), *(args or ("--all-files",)), "--color", "never"],
         cwd=str(project), env=env, capture_output=True, text=True, timeout=900,
     )
 
 
-@pytest.mark.runtime  # installs this repository into pre-commit's own virtualenv and runs the hooks
-def test_pre_commit_try_repo(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def hook_repo(tmp_path_factory) -> "tuple[Path, Dict[str, str]]":
+    """This repository as pre-commit installs it (a committed snapshot, made once for the module),
+    and the environment to run pre-commit in. try-repo builds the hook's virtualenv in a store
+    of its own on every call: each call costs about half a minute."""
     pytest.importorskip("pre_commit")
     if shutil.which("git") is None:
         pytest.skip("git not installed")
-    repo = _snapshot_of_this_repository(tmp_path / "amp-lint")
+    base = tmp_path_factory.mktemp("precommit")
+    repo = _snapshot_of_this_repository(base / "amp-lint")
+    env = dict(os.environ, PRE_COMMIT_HOME=str(base / "pre-commit-home"), PRE_COMMIT_COLOR="never")
+    env.pop("VIRTUAL_ENV", None)
+    return repo, env
+
+
+@pytest.mark.runtime  # installs this repository into pre-commit's own virtualenv and runs the hooks
+def test_pre_commit_try_repo(tmp_path: Path, hook_repo) -> None:
+    repo, env = hook_repo
     project = tmp_path / "project"
     project.mkdir()
     _git(project, "init", "-q")
@@ -84,8 +96,6 @@ def test_pre_commit_try_repo(tmp_path: Path) -> None:
     (project / "build").mkdir()
     (project / "build" / "generated.py").write_text(HAZARD)  # default exclude: --force-exclude drops it
     _git(project, "add", "-A")
-    env = dict(os.environ, PRE_COMMIT_HOME=str(tmp_path / "pre-commit-home"), PRE_COMMIT_COLOR="never")
-    env.pop("VIRTUAL_ENV", None)
 
     # Both hooks (no hook id: all of them): the check fails on the hazard and prints the
     # finding, then the fix hook rewrites the file, which pre-commit counts as a failure.
@@ -108,3 +118,26 @@ def test_pre_commit_try_repo(tmp_path: Path) -> None:
     assert run.returncode == 0, output
     assert output.count("Passed") == 2, output
     assert "Failed" not in output
+
+
+@pytest.mark.runtime
+def test_pre_commit_on_one_changed_file_keeps_cross_file_context(tmp_path: Path, hook_repo) -> None:
+    """pre-commit passes only the staged file; the hazard in it exists because another,
+    unchanged file casts the model to half: amp-lint takes that file's summary from the project."""
+    repo, env = hook_repo
+    project = tmp_path / "gpt_pkg"
+    shutil.copytree(ROOT / "fixtures" / "projects" / "gpt_pkg", project)
+    _git(project, "init", "-q")
+    _git(project, "add", "-A")
+    _git(project, "commit", "-q", "-m", "project")
+    attention = project / "model" / "attention.py"
+    attention.write_text(attention.read_text() + "\n# edited\n")
+    _git(project, "add", "model/attention.py")
+
+    # No --all-files: try-repo runs the hook on the staged files only.
+    run = _try_repo(project, repo, env, "amp-lint")
+    output = run.stdout + run.stderr
+    assert run.returncode == 1, output
+    assert "model/attention.py:34:15: AMP301 `-1e9` overflows float16" in output, output
+    assert "model/attention.py:35:15: AMP201" in output, output
+    assert "train.py" not in output  # context only: findings of unchanged files are not reported

@@ -14,7 +14,7 @@ from amp_lint.reporters import FORMATS, RuleMeta, render, render_statistics, ren
 #: The official SARIF 2.1.0 schema, vendored (see tests/data/README.md).
 SCHEMA = Path(__file__).resolve().parent / "data" / "sarif-schema-2.1.0.json"
 JSON_KEYS = {
-    "code", "message", "filename", "location", "end_location", "fix", "noqa_row", "url",
+    "cell", "code", "message", "filename", "location", "end_location", "fix", "noqa_row", "url",
     "name", "severity", "precision_context", "confidence", "evidence",
 }  # fmt: skip
 
@@ -192,6 +192,7 @@ def test_json_keys_values_and_fix() -> None:
     assert lm["fix"] is None and lm["noqa_row"] == 8 and lm["precision_context"] is None
     assert lm["severity"] == "perf" and lm["end_location"] == {"row": 8, "column": 9}
     assert model == {
+        "cell": None,
         "code": "AMP301",
         "message": "`-1e9` overflows float16 (max 65504)",
         "filename": os.path.abspath("model.py"),  # absolute, as ruff writes it
@@ -234,7 +235,7 @@ def test_json_fix_null_when_only_title() -> None:
 
 def test_json_empty_and_indent() -> None:
     assert json.loads(render([], "json")) == []
-    assert render([perf()], "json").startswith('[\n  {\n    "code": "AMP401",')
+    assert render([perf()], "json").startswith('[\n  {\n    "cell": null,\n    "code": "AMP401",')
 
 
 def test_json_lines_one_compact_object_per_line() -> None:
@@ -244,7 +245,7 @@ def test_json_lines_one_compact_object_per_line() -> None:
     objs = [json.loads(line) for line in lines]
     assert [set(o) for o in objs] == [JSON_KEYS] * 2
     assert objs[0]["message"] == "a\nb % c" and objs[1]["code"] == "AMP104"
-    assert lines[1].startswith('{"code":"AMP104","confidence":"high",')
+    assert lines[1].startswith('{"cell":null,"code":"AMP104","confidence":"high",')
     assert json.loads(render([overflow()], "json"))[0] == json.loads(
         render([overflow()], "json-lines")
     )
@@ -524,8 +525,8 @@ def test_evidence_in_full_json_and_sarif(sarif_validator) -> None:
     assert full.index("because") < full.index("= help")
     data = json.loads(render([finding], "json"))
     assert data[0]["evidence"] == [
-        {"filename": os.path.abspath("train.py"), "row": 12, "message": "cast to half: `model.half()`"},
-        {"filename": os.path.abspath("train.py"), "row": 30, "message": "calls `attend`"},
+        {"filename": os.path.abspath("train.py"), "cell": None, "row": 12, "message": "cast to half: `model.half()`"},
+        {"filename": os.path.abspath("train.py"), "cell": None, "row": 30, "message": "calls `attend`"},
     ]
     assert json.loads(render([overflow()], "json"))[0]["evidence"] == []
     log = json.loads(render([finding], "sarif", rules=None, tool_version="9.9.9"))

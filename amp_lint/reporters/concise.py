@@ -16,7 +16,12 @@ def header(finding: Finding, unsafe_fixes: bool) -> str:
     marker = " [*]" if finding.fixable(unsafe_fixes) else ""
     loc = finding.location
     message = one_line(finding.message)
-    return f"{finding.filename}:{loc.row}:{loc.column}: {finding.code}{marker} {message}"
+    return f"{finding.filename}:{cell_prefix(finding.cell)}{loc.row}:{loc.column}: {finding.code}{marker} {message}"
+
+
+def cell_prefix(cell: Optional[int]) -> str:
+    """``cell 7:`` before the row of a notebook location, else nothing."""
+    return f"cell {cell}:" if cell is not None else ""
 
 
 def _apply_on_line(line: str, row: int, edits: tuple[Edit, ...]) -> Optional[str]:

@@ -5,7 +5,7 @@ import unicodedata
 from typing import List
 
 from amp_lint.findings import Finding
-from amp_lint.reporters.concise import fix_lines, header, one_line
+from amp_lint.reporters.concise import cell_prefix, fix_lines, header, one_line
 
 TAB_WIDTH = 4
 
@@ -51,7 +51,7 @@ def render(findings: List[Finding], *, unsafe_fixes: bool, show_fixes: bool) -> 
         pad = " " * len(str(finding.location.row))
         for index, step in enumerate(finding.related):
             lead = "because" if index == 0 else "  then"
-            lines.append(f"{pad} = {lead}: {step.filename}:{step.row}: {one_line(step.message)}")
+            lines.append(f"{pad} = {lead}: {step.filename}:{cell_prefix(step.cell)}{step.row}: {one_line(step.message)}")
         if finding.fix_title:
             lines.append(f"{pad} = help: {one_line(finding.fix_title)}")
         if show_fixes:

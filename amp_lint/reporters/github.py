@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import List
 
 from amp_lint.findings import Finding
+from amp_lint.reporters.concise import cell_prefix
 
 #: GitHub's workflow command for each level of ``amp_lint.findings.LEVELS``.
 COMMANDS = {"error": "error", "warning": "warning", "note": "notice"}
@@ -33,7 +34,7 @@ def _line(finding: Finding) -> str:
             ("endColumn", end.column),
         )
     )
-    data = f"{finding.filename}:{start.row}:{start.column}: {finding.code} {finding.message}"
+    data = f"{finding.filename}:{cell_prefix(finding.cell)}{start.row}:{start.column}: {finding.code} {finding.message}"
     return f"::{command} {props}::{escape_data(data)}"
 
 

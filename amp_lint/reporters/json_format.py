@@ -34,6 +34,7 @@ def to_dict(finding: Finding) -> Dict[str, Any]:
             ],
         }
     return {
+        "cell": finding.cell,
         "code": finding.code,
         "message": finding.message,
         "filename": absolute_filename(finding.filename),
@@ -47,7 +48,7 @@ def to_dict(finding: Finding) -> Dict[str, Any]:
         "precision_context": finding.precision_context,
         "confidence": finding.confidence,
         "evidence": [
-            {"filename": absolute_filename(step.filename), "row": step.row, "message": step.message}
+            {"filename": absolute_filename(step.filename), "cell": step.cell, "row": step.row, "message": step.message}
             for step in finding.related
         ],
     }

@@ -114,6 +114,8 @@ def _result(finding: Finding, rule_index: int, root: Optional[str]) -> Dict[str,
             "confidence": finding.confidence,
         },
     }
+    if finding.cell is not None:  # a notebook: rows are within this cell
+        result["properties"]["cell"] = finding.cell
     if finding.related:
         result["relatedLocations"] = [
             {
