@@ -2,12 +2,16 @@
 
 The precision analysis needs the whole program (a cast in ``train.py`` makes ``model.py`` half),
 so every file given is parsed and analysed together; reports then come per file. ``fix`` runs in
-project-wide rounds (:func:`amp_lint.engine.linter.fix_files`).
+project-wide rounds (:func:`amp_lint.engine.linter.fix_files`). A run on some files of a project
+(pre-commit) reads the project's other files as *context* (:mod:`amp_lint.project_scope`): part
+of the program, never reported on or fixed. A notebook enters as the module of its code cells;
+its findings are moved into their cells at the end (:mod:`amp_lint.notebook`).
 
 The cache (``.amp_lint_cache/``) keeps each file's report, keyed by a digest of every file of the
-run (paths and bytes) and the configuration: an unchanged tree is answered from the cache, and any
-change re-analyses the program. (Parses are not cached: unpickling an ``ast`` costs more than
-parsing the file again; for the same reason there are no worker processes.)
+run, context included (paths and bytes, in any order), and the configuration: an unchanged tree is
+answered from the cache, and any change re-analyses the program. (Parses are not cached:
+unpickling an ``ast`` costs more than parsing the file again; for the same reason there are no
+worker processes.)
 """
 from __future__ import annotations
 

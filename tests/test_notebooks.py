@@ -52,6 +52,9 @@ def test_cross_cell_findings_in_cells(notebook: Path) -> None:
     data = json.loads(amp("check", "nb.ipynb", "--output-format", "json").stdout)
     assert [(d["cell"], d["location"]["row"], d["noqa_row"]) for d in data] == [(7, 3, 3), (7, 4, 4), (7, 5, 5), (9, 3, 3)]
     assert data[0]["fix"] is None or data[0]["fix"]["edits"][0]["location"]["row"] == 3
+    # The evidence points into the cell that casts the model (cell 3, its line 10).
+    assert [(e["cell"], e["row"]) for e in data[0]["evidence"]] == [(3, 10)]
+    assert "= because: nb.ipynb:cell 3:10: module cast to half" in amp("check", "nb.ipynb", "--output-format", "full").stdout
 
 
 def test_fix_changes_only_the_sources_it_fixes(notebook: Path) -> None:
