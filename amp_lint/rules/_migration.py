@@ -400,8 +400,11 @@ class Migration:
         return (found, function) if found is not None else None
 
     def _module_level(self, stmt: ast.stmt) -> bool:
+        """At the top of the module, or of its ``if __name__ == "__main__":`` block: it runs on every
+        path (an optimizer under ``if args.use_optimizer:`` does not)."""
         return any(s is stmt for s in self.tree.body) or any(
-            isinstance(s, ast.If) and any(b is stmt for b in s.body) for s in self.tree.body)
+            isinstance(s, ast.If) and _is_main_guard(s.test) and any(b is stmt for b in s.body)
+            for s in self.tree.body)
 
     @staticmethod
     def _self_attribute(event) -> bool:
@@ -543,6 +546,13 @@ def _statement_of_call(tree: ast.AST, call: ast.Call) -> ast.AST:
                     if any(n is call for n in ast.walk(stmt)):
                         return stmt
     return call
+
+
+def _is_main_guard(test: ast.AST) -> bool:
+    """``__name__ == "__main__"``."""
+    return isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__" \
+        and len(test.comparators) == 1 and isinstance(test.comparators[0], ast.Constant) \
+        and test.comparators[0].value == "__main__"
 
 
 def _dominates(tree: ast.AST, first: ast.AST, later: ast.AST) -> bool:

@@ -14,6 +14,7 @@ from amp_lint.findings import Applicability, Severity
 from amp_lint.rules._numerics import PROJECT_TOKENS, callee_name, half_of, is_simple, tensor_receiver
 from amp_lint.rules.base import Hazard, Invalid, Rule, Valid, find_arg
 from amp_lint.semantics.facts import Observation
+from amp_lint.semantics.values import F16
 
 # Reductions that CUDA autocast runs in fp32 (fp32_set_opt_dtype / append_dtype; S1).
 _CUDA_FP32 = {"sum", "cumsum", "norm", "vector_norm", "logsumexp"}
@@ -60,14 +61,15 @@ class NormOrReductionInFp16(Rule):
     tokens = ("mean", "sum", "var", "std", "norm") + PROJECT_TOKENS
     docs = """
     ## What it does
-    Finds hand-written normalisation statistics and reductions on float16/bfloat16 values where
+    Finds hand-written normalisation statistics and reductions on float16 values where
     nothing upcasts them: `x.pow(2).mean(-1)` (RMSNorm), `var`/`std`, `sum`/`cumsum`, `x.norm()`,
     `torch.norm`/`torch.linalg.vector_norm`, in a module cast wholesale to half or on tensors cast
     to half, and under autocast where autocast leaves the op in fp16 (`var`/`std` and means of
     squares on CUDA; all of them on CPU). The native `nn.LayerNorm`/`F.layer_norm`/`group_norm`/
     `rms_norm` are not reported: their kernels keep statistics and eps in float32. A plain `mean`
     is not reported either: its kernels accumulate in float32 and the result cannot exceed the
-    largest input (`torch.ones(100000).half().mean()` is 1.0 while `.sum()` is `inf`).
+    largest input (`torch.ones(100000).half().mean()` is 1.0 while `.sum()` is `inf`). Nor are
+    bfloat16 values: bfloat16 has float32's range and the reduction kernels accumulate in float32.
 
     ## Why is this bad?
     `x.pow(2)` overflows float16 for abs(x) >= 256, so one "massive activation" channel makes the
@@ -233,8 +235,8 @@ class NormOrReductionInFp16(Rule):
             if op == "sum" and _is_exp(source):
                 return  # hand-written softmax: AMP204 reports the exp
             tensor = half_of(obs, source)
-            if tensor is None or (obs.cuda_autocast and op in _CUDA_FP32):
-                continue
+            if tensor is None or not tensor.dtypes & F16 or (obs.cuda_autocast and op in _CUDA_FP32):
+                continue  # bfloat16 cannot overflow here
             site = found
             what = "mean of squares" if squared is not None else f"`{op}`"
             hazards.append(Hazard(obs, f"{what} computed {obs.where(tensor)}; it overflows above 65504 - compute it "

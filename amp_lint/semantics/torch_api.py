@@ -346,7 +346,7 @@ def binop(interp: "Interpreter", frame: "Frame", op: ast.operator, a: Value, b: 
         if isinstance(other, Scalar) and other.kind in ("float",) and not tensor.dtypes & FLOATS and tensor.dtypes:
             return Tensor(F32)  # an integer/bool tensor times a Python float: the default float dtype
         if isinstance(other, (Scalar,)) or other is UNKNOWN:
-            scaled = tensor.scaled or (isinstance(other, Scalar) and _is_loss_scale(node, tensor is ta))
+            scaled = tensor.scaled or _is_loss_scale(node, tensor is ta)
             return Tensor(tensor.dtypes, tensor.unknown, tensor.origin, scaled, graph=tensor.graph)
         return Tensor(tensor.dtypes, True, tensor.origin, graph=tensor.graph)
     if isinstance(a, Seq) and isinstance(b, Seq) and isinstance(op, ast.Add):
@@ -637,6 +637,9 @@ def params_tensor(parameters: Obj) -> Value:
     for module in options(parameters.get("module") or UNKNOWN):
         if not isinstance(module, Module):
             tensor = join(tensor, Tensor(0, True, param=param))
+            continue
+        if module.master and param:  # FSDP mixed precision, an engine: the optimizer sees fp32 masters
+            tensor = join(tensor, Tensor(F32, False, param=True))
             continue
         tensor = join(tensor, Tensor(module.cast & FLOATS if module.cast else 0, module.cast_unknown or not module.cast,
                                      module.origin if module.cast & HALF else None, param=param))
