@@ -324,9 +324,21 @@ class Migration:
                 "backward/step through it")
 
     def _fresh_name(self) -> str:
-        text = self.ctx.module.source or ""
+        """A name for the scaler that no identifier of the module uses (comments and strings may)."""
+        used: Set[str] = set()
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Name):
+                used.add(node.id)
+            elif isinstance(node, ast.Attribute):
+                used.add(node.attr)
+            elif isinstance(node, ast.arg):
+                used.add(node.arg)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                used.add(node.name)
+            elif isinstance(node, ast.alias):
+                used.add((node.asname or node.name).split(".")[0])
         for name in ("scaler", "grad_scaler", "amp_scaler"):
-            if name not in text:
+            if name not in used:
                 return name
         return "amp_grad_scaler"
 
