@@ -375,3 +375,32 @@ def test_semantics_depends_on_no_rule_engine_or_reporter() -> None:
                 for alias in node.names:
                     assert not alias.name.startswith("amp_lint") or alias.name.startswith(
                         ("amp_lint.semantics", "amp_lint.data")), (path.name, alias.name)
+
+
+def test_forward_of_a_half_module_used_only_through_other_methods_is_a_guess(tmp_path: Path) -> None:
+    """``model.half()`` then ``model.inference(x)``: the training-only ``forward`` is analysed as a
+    guess, so what only it shows is low confidence (hidden unless ``--preview``); a half module the
+    program never calls (a library model handed elsewhere) is analysed as it would run."""
+    model = textwrap.dedent("""
+    import torch.nn as nn
+    import torch.nn.functional as F
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(64, 64)
+        def forward(self, x):
+            return F.log_softmax(self.proj(x), dim=-1)
+        def inference(self, x):
+            return self.proj(x).argmax(-1)
+    """)
+    (tmp_path / "net.py").write_text(model, encoding="utf-8")
+    (tmp_path / "infer.py").write_text("from net import Net\nnet = Net().half()\nnet.inference(x)\n")
+
+    def check(*extra: str) -> str:
+        return subprocess.run([sys.executable, "-m", "amp_lint", "check", "--isolated", "--select", "AMP201",
+                               *extra, "."], capture_output=True, text=True, cwd=tmp_path).stdout
+
+    assert "AMP201" not in check()
+    assert "net.py:9:16: AMP201" in check("--preview")
+    (tmp_path / "infer.py").write_text("from net import Net\nnet = Net().half()\n")
+    assert "net.py:9:16: AMP201" in check()

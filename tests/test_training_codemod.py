@@ -125,6 +125,6 @@ def test_scaler_created_where_every_branch_reaches_it():
 
 
 def test_cpu_only_script_gets_cpu_autocast_and_scaler():
-    text = (EXPECTED / "cpu_model.py").read_text(encoding="utf-8")
-    assert 'torch.amp.GradScaler("cpu")' in text and 'torch.autocast(device_type="cpu"' in text
-    assert "cuda" not in text
+    code = (EXPECTED / "cpu_model.py").read_text(encoding="utf-8").split('"""', 2)[2]  # after the docstring
+    assert 'torch.amp.GradScaler("cpu")' in code and 'torch.autocast(device_type="cpu"' in code
+    assert "cuda" not in code

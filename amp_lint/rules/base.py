@@ -96,7 +96,7 @@ class Rule:
         """Report the most telling of ``hazards`` (one per observation that found one), if any."""
         if not hazards:
             return
-        best = min(hazards, key=lambda h: (h.conditional, h.observation.context_free, h.low))
+        best = min(hazards, key=lambda h: (h.low, h.conditional, h.observation.context_free))
         message = best.message
         if best.condition and best.condition not in message:
             message += f" (when `{best.condition}`)"
@@ -174,6 +174,8 @@ class Hazard:
         origin = self.observation.record.autocast_origin if self.observation.autocast else None
         if origin is not None and origin.kind == "autocast_guess":
             self.low = True  # the autocast's dtype was not visible: half is a guess
+        if self.observation.speculative:
+            self.low = True  # only the guessed forward of a half module reaches it
 
     @property
     def condition(self) -> Optional[str]:
