@@ -19,6 +19,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import libcst as cst
 
 from amp_lint.config import Settings
+from amp_lint.discovery import is_test_file
 from amp_lint.engine.checker import CheckContext, RawFinding, node_range, walk
 from amp_lint.engine.fixes import apply_fixes, choose_compatible, text_edit
 from amp_lint.engine.fixing import FixContext
@@ -133,6 +134,8 @@ def check(files: Sequence[ParsedFile], settings: Settings, analysis: Optional[An
             out[index] = []
             continue
         rules = active_rules(parsed.text, parsed.rules)
+        if is_test_file(module.relpath):
+            rules = [rule for rule in rules if not rule.skips_test_files]
         ctx = CheckContext(module, settings, analysis.facts)
         if rules:
             try:

@@ -5,13 +5,14 @@ from amp_lint.findings import Applicability, Severity
 from amp_lint.semantics.values import HALF
 from amp_lint.rules._migration import Migration
 from amp_lint.rules._training import (
-    framework_precision, in_test, is_test_file, optimizes_plain_tensors, training_model,
+    framework_precision, in_test, optimizes_plain_tensors, training_model,
 )
 from amp_lint.rules.base import Invalid, Rule, Valid
 
 
 class Fp32TrainingLoop(Rule):
     code = "AMP001"
+    skips_test_files = True
     name = "fp32-training-loop"
     severity = Severity.MIGRATION
     summary = "Training loop without mixed precision"
@@ -276,7 +277,7 @@ class Fp32TrainingLoop(Rule):
     ]
 
     def finish(self) -> None:
-        if is_test_file(self.ctx.module.relpath) or framework_precision(self.ctx):
+        if framework_precision(self.ctx):
             return
         model = training_model(self.ctx)
         for step in model.steps:

@@ -9,6 +9,7 @@ from amp_lint.semantics.values import F16
 
 class BackwardWithoutLossScaling(Rule):
     code = "AMP102"
+    skips_test_files = True
     name = "backward-without-loss-scaling"
     severity = Severity.ERROR
     summary = "`.backward()` on an fp16 loss without a GradScaler"

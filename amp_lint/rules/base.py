@@ -71,6 +71,9 @@ class Rule:
     default_enabled: ClassVar[bool] = True
     #: A preview rule runs only in preview mode (``--preview`` / ``preview = true``), as in ruff.
     preview: ClassVar[bool] = False
+    #: Not run on test files (``test_*.py``, ``*_test.py``, ``conftest.py``, ``tests/``): their toy
+    #: models run in half on purpose, with values and gradients of size one.
+    skips_test_files: ClassVar[bool] = False
     VALID: ClassVar[List[Valid]] = []
     INVALID: ClassVar[List[Invalid]] = []
 
@@ -133,6 +136,9 @@ class Rule:
             out += ["This rule is in preview: it runs only with `--preview` (or `preview = true`).", ""]
         if not cls.default_enabled:
             out += ["This rule is off by default; enable it with `--extend-select " + cls.code + "`.", ""]
+        if cls.skips_test_files:
+            out += ["Test files (`test_*.py`, `*_test.py`, `conftest.py`, files under `tests/`) are not checked "
+                    "by this rule: their toy models run in half on purpose, with values of size one.", ""]
         for title in DOC_SECTIONS:
             if title in sections:
                 heading = "Use instead:" if title == "Use instead" else f"## {title}"
