@@ -476,6 +476,24 @@ def test_many_files_are_one_program(project: Path) -> None:
     assert result.code == 1 and len(result.lines) == 26
 
 
+HALF_TOY = """import torch
+x = torch.randn(1000, 64).half()
+total = x.sum(0)
+scores = x.masked_fill(x > 0, -1e9)
+"""
+
+
+def test_magnitude_rules_skip_test_files(project: Path) -> None:
+    """Test files run toy models in half on purpose: AMP1xx/AMP2xx leave them alone, AMP3xx does not."""
+    for name in ("train.py", "tests/helpers.py", "test_model.py", "model_test.py", "conftest.py"):
+        (project / name).parent.mkdir(exist_ok=True)
+        (project / name).write_text(HALF_TOY)
+    result = amp("check", "--select", "AMP203,AMP301", "--no-cache", ".")
+    found = sorted(line.split(":")[0] + " " + line.split()[1] for line in result.lines if " AMP" in line)
+    assert found == ["conftest.py AMP301", "model_test.py AMP301", "test_model.py AMP301",
+                     "tests/helpers.py AMP301", "train.py AMP203", "train.py AMP301"]
+
+
 # -- stdin ---------------------------------------------------------------------------------------
 
 def test_check_stdin(project: Path) -> None:

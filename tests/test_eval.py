@@ -11,10 +11,19 @@ ROOT = Path(__file__).resolve().parent.parent
 SCORE = ROOT / "eval" / "score.py"
 CODES = ("AMP201", "AMP202", "AMP203", "AMP204", "AMP301", "AMP302", "AMP303", "AMP401", "AMP402")
 PRECISION_TARGET = 0.95
-#: Per rule. Six positives are standalone modules whose first op works on a ``forward`` input the
-#: analysis cannot see the dtype of (no caller in the snippet): unknown stays unknown, so they are
-#: missed by design (eval/README.md, "Known misses").
+#: Per rule, over the positives that are not known misses.
 RECALL_TARGET = 0.85
+#: Standalone modules whose first op works on a ``forward`` input the analysis cannot see the dtype of
+#: (no caller in the snippet): unknown stays unknown, so they are missed by design (eval/README.md,
+#: "Known misses"). Any other miss fails.
+KNOWN_MISSES = {
+    ("AMP203", "AMP203/pos_linalg_vector_norm.py", 12),
+    ("AMP203", "AMP302/pos_rsqrt_self_eps.py", 13),
+    ("AMP302", "AMP302/pos_rsqrt_self_eps.py", 14),
+    ("AMP203", "AMP302/pos_sqrt_var_plus_1e12.py", 14),
+    ("AMP302", "AMP302/pos_sqrt_var_plus_1e12.py", 15),
+    ("AMP204", "AMP204/pos_handwritten_softmax.py", 13),
+}
 
 
 def _load():
@@ -48,7 +57,10 @@ def test_rule_meets_targets(scores, code):
     detail = score.report({code: s})
     assert s.tp, f"{code}: no true positives\n{detail}"
     assert s.precision >= PRECISION_TARGET, detail
-    assert s.recall >= RECALL_TARGET, detail
+    misses = {(code, path, row) for path, row in s.fn}
+    assert misses <= KNOWN_MISSES, detail
+    wanted = len(s.tp) + len(s.fn) - len(misses)
+    assert len(s.tp) / wanted >= RECALL_TARGET, detail
 
 
 def test_expect_markers_are_parsed():

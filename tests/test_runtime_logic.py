@@ -178,7 +178,11 @@ def test_scaler_check_names_each_protocol_break():
     assert status == vf.FAIL and "no enabled GradScaler" in detail and "train.py:31" in detail
     assert "called directly 8 times" in vf._check_scaler(inst(direct_optimizer_steps=8))[1]
     calls = {"scale": 8, "unscale_": 0, "step": 8, "update": 0}
-    assert "update() followed 0 of 8" in vf._check_scaler(inst(scaler_enabled_calls=calls))[1]
+    assert "(0 updates for 8 scaler.step calls)" in vf._check_scaler(inst(scaler_enabled_calls=calls))[1]
+    repeated = inst(scaler_steps_without_update=3, scaler_enabled_calls=dict(calls, update=5))
+    assert "stepped through the scaler again before scaler.update()" in vf._check_scaler(repeated)[1]
+    # two optimizers, one update per iteration (PyTorch's multiple-optimizer recipe): fine
+    assert vf._check_scaler(inst(scaler_enabled_calls=dict(calls, update=4)))[0] == vf.PASS
     status, detail = vf._check_scaler(inst(clip_grad_norm_calls=8, clip_while_scaled=8,
                                            first_clip_while_scaled=SITE))
     assert status == vf.FAIL and "before scaler.unscale_" in detail

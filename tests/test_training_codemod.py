@@ -37,8 +37,12 @@ POSITIVE = {
     "half_finetune": ("half_finetune.py", "half_finetune.py", ()),
     "apex_o1": ("apex_o1.py", "apex_o1.py", ()),
     "split_project": ("split_project/train.py", "split_project_train.py", ("split_project/builders.py",)),
+    "gan_two_losses": ("gan_two_losses.py", "gan_two_losses.py", ()),
+    "conditional_optimizer": ("conditional_optimizer.py", "conditional_optimizer.py", ()),
+    "cpu_model": ("cpu_model.py", "cpu_model.py", ()),
 }
-NEGATIVE = ["inference_only.py", "bf16_autocast.py", "already_amp.py", "fairseq_style_fp16_optimizer.py"]
+NEGATIVE = ["inference_only.py", "bf16_autocast.py", "already_amp.py", "fairseq_style_fp16_optimizer.py",
+            "accelerate_owned.py"]
 
 
 def _amp_lint(*args: str) -> subprocess.CompletedProcess:
@@ -100,3 +104,27 @@ def test_lstm_loop_is_reported_without_a_crashing_fix(tmp_path):
     assert "AMP001" in out.stdout and "LSTM" in out.stdout, out.stdout
     _amp_lint("fix", "--unsafe-fixes", "--isolated", "--no-cache", "--select", TRAINING_RULES, str(copy))
     assert copy.read_text(encoding="utf-8") == (FIXTURES / "lstm_tagger.py").read_text(encoding="utf-8")
+
+
+def test_two_losses_share_one_scaler_and_one_update():
+    """GradScaler's rule for several losses and optimizers: one scaler, each optimizer steps through
+    it, one update per iteration, after the last step."""
+    text = (EXPECTED / "gan_two_losses.py").read_text(encoding="utf-8")
+    assert text.count("torch.amp.GradScaler(") == 1
+    assert text.count("scaler.step(opt_d)") == 1 and text.count("scaler.step(opt_g)") == 1
+    assert text.count("scaler.update()") == 1
+    assert text.index("scaler.step(opt_g)") < text.index("scaler.update()")
+
+
+def test_scaler_created_where_every_branch_reaches_it():
+    """The optimizer is built on one of two branches: the scaler goes after them, at the loop's level."""
+    lines = (EXPECTED / "conditional_optimizer.py").read_text(encoding="utf-8").splitlines()
+    (created,) = [line for line in lines if "torch.amp.GradScaler(" in line]
+    loop = next(line for line in lines if line.lstrip().startswith("for step in"))
+    assert len(created) - len(created.lstrip()) == len(loop) - len(loop.lstrip())
+
+
+def test_cpu_only_script_gets_cpu_autocast_and_scaler():
+    code = (EXPECTED / "cpu_model.py").read_text(encoding="utf-8").split('"""', 2)[2]  # after the docstring
+    assert 'torch.amp.GradScaler("cpu")' in code and 'torch.autocast(device_type="cpu"' in code
+    assert "cuda" not in code

@@ -19,6 +19,7 @@ from typing import Collection, Dict, List, Optional, Sequence, Set, Tuple
 import libcst as cst
 
 from amp_lint.config import Settings
+from amp_lint.discovery import is_test_file
 from amp_lint.engine.bindings import NameFacts, describe, name_facts, new_problems
 from amp_lint.engine.checker import CheckContext, RawFinding, node_range, walk
 from amp_lint.engine.fixes import CstFix, apply_fixes, choose_compatible, local_edits, text_edit
@@ -134,6 +135,8 @@ def check(files: Sequence[ParsedFile], settings: Settings, analysis: Optional[An
             out[index] = []
             continue
         rules = active_rules(parsed.text, parsed.rules)
+        if is_test_file(module.relpath):
+            rules = [rule for rule in rules if not rule.skips_test_files]
         ctx = CheckContext(module, settings, analysis.facts)
         if rules:
             try:

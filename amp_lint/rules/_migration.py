@@ -324,9 +324,21 @@ class Migration:
                 "backward/step through it")
 
     def _fresh_name(self) -> str:
-        text = self.ctx.module.source or ""
+        """A name for the scaler that no identifier of the module uses (comments and strings may)."""
+        used: Set[str] = set()
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Name):
+                used.add(node.id)
+            elif isinstance(node, ast.Attribute):
+                used.add(node.attr)
+            elif isinstance(node, ast.arg):
+                used.add(node.arg)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                used.add(node.name)
+            elif isinstance(node, ast.alias):
+                used.add((node.asname or node.name).split(".")[0])
         for name in ("scaler", "grad_scaler", "amp_scaler"):
-            if name not in text:
+            if name not in used:
                 return name
         return "amp_grad_scaler"
 
@@ -400,8 +412,11 @@ class Migration:
         return (found, function) if found is not None else None
 
     def _module_level(self, stmt: ast.stmt) -> bool:
+        """At the top of the module, or of its ``if __name__ == "__main__":`` block: it runs on every
+        path (an optimizer under ``if args.use_optimizer:`` does not)."""
         return any(s is stmt for s in self.tree.body) or any(
-            isinstance(s, ast.If) and any(b is stmt for b in s.body) for s in self.tree.body)
+            isinstance(s, ast.If) and _is_main_guard(s.test) and any(b is stmt for b in s.body)
+            for s in self.tree.body)
 
     @staticmethod
     def _self_attribute(event) -> bool:
@@ -543,6 +558,13 @@ def _statement_of_call(tree: ast.AST, call: ast.Call) -> ast.AST:
                     if any(n is call for n in ast.walk(stmt)):
                         return stmt
     return call
+
+
+def _is_main_guard(test: ast.AST) -> bool:
+    """``__name__ == "__main__"``."""
+    return isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__" \
+        and len(test.comparators) == 1 and isinstance(test.comparators[0], ast.Constant) \
+        and test.comparators[0].value == "__main__"
 
 
 def _dominates(tree: ast.AST, first: ast.AST, later: ast.AST) -> bool:

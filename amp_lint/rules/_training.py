@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import ast
-import re
 from typing import List, Optional, Sequence, Tuple
 
 from amp_lint.engine.checker import CheckContext
@@ -11,9 +10,6 @@ from amp_lint.rules._migration import Migration
 from amp_lint.semantics.training import TrainingModel, TrainingStep
 from amp_lint.semantics.values import UNKNOWN, Coll, Obj, Seq, Tensor, Value, element, options
 
-_TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test|conftest)\.py$|(^|/)tests?/")
-
-
 def training_model(ctx: CheckContext) -> TrainingModel:
     """The file's training model, built once per check and shared by the rules."""
     model = getattr(ctx, "_training_model", None)
@@ -21,10 +17,6 @@ def training_model(ctx: CheckContext) -> TrainingModel:
         model = TrainingModel(ctx.tree, ctx.facts)
         ctx._training_model = model  # type: ignore[attr-defined]
     return model
-
-
-def is_test_file(path: str) -> bool:
-    return bool(_TEST_FILE.search(path.replace("\\", "/")))
 
 
 def in_test(ancestors: Sequence[ast.AST]) -> bool:

@@ -5,13 +5,14 @@ from amp_lint.findings import Applicability, Severity
 from amp_lint.semantics.values import HALF
 from amp_lint.rules._migration import Migration
 from amp_lint.rules._training import (
-    framework_precision, in_test, is_test_file, optimizes_plain_tensors, training_model,
+    framework_precision, in_test, optimizes_plain_tensors, training_model,
 )
 from amp_lint.rules.base import Invalid, Rule, Valid
 
 
 class Fp32TrainingLoop(Rule):
     code = "AMP001"
+    skips_test_files = True
     name = "fp32-training-loop"
     severity = Severity.MIGRATION
     summary = "Training loop without mixed precision"
@@ -25,7 +26,9 @@ class Fp32TrainingLoop(Rule):
     under autocast, the model is not cast to half, no GradScaler scales the loss, and no framework
     (accelerate, Lightning, Hugging Face `Trainer`, DeepSpeed, FSDP mixed precision) owns the
     precision anywhere in the program. Optimizers are recognised by value (built by a
-    `torch.optim` class) or by use (`x.zero_grad()` and `x.step()` on the same object). Loops in
+    `torch.optim` class) or by use (`x.zero_grad()` and `x.step()` on the same object). A loop that
+    scales its loss with a GradScaler but runs nothing under autocast is reported too (its fix adds
+    only the autocast block). Loops in
     test files and test functions are not reported, nor loops whose optimizer is known to
     optimise only tensors the script built (a latent through a frozen generator), and a loop is
     reported once.
@@ -102,6 +105,32 @@ class Fp32TrainingLoop(Rule):
         """),
     ]
     INVALID = [
+        Invalid(
+            # a GradScaler without autocast: the scaler has nothing to do
+            """
+            import torch
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            scaler = torch.amp.GradScaler("cuda")
+            for x in loader:
+                opt.zero_grad()
+                loss = model(x.cuda()).pow(2).mean()
+                scaler.scale(loss).backward()
+                scaler.step(opt)
+                scaler.update()
+            """,
+            expected="""
+            import torch
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            scaler = torch.amp.GradScaler("cuda")
+            for x in loader:
+                opt.zero_grad()
+                with torch.autocast(device_type="cuda", dtype=torch.float16):
+                    loss = model(x.cuda()).pow(2).mean()
+                scaler.scale(loss).backward()
+                scaler.step(opt)
+                scaler.update()
+            """,
+        ),
         Invalid(
             """
             import torch
@@ -248,26 +277,29 @@ class Fp32TrainingLoop(Rule):
     ]
 
     def finish(self) -> None:
-        if is_test_file(self.ctx.module.relpath) or framework_precision(self.ctx):
+        if framework_precision(self.ctx):
             return
         model = training_model(self.ctx)
         for step in model.steps:
             if in_test(step.backward.ancestors):
                 continue
-            if step.scaled or step.scaler_steps or step.apex_with is not None or step.graph & HALF \
-                    or model.autocast_inside(step.container):
+            if step.apex_with is not None or step.graph & HALF or model.autocast_inside(step.container):
                 continue
             if any(t.scaled for t in step.loss_tensors()):
                 continue  # hand-rolled loss scaling: mixed precision by hand
             if optimizes_plain_tensors(step):
                 continue  # a latent or an input optimised through a frozen network
-            migration = Migration(self.ctx, model, step)
+            scaled = bool(step.scaled or step.scaler_steps)
+            migration = Migration(self.ctx, model, step, scaler=not scaled)
             plan, reason = migration.plan()
             message = "Training loop runs in fp32"
+            if scaled:
+                message += " although it scales the loss with a GradScaler (nothing in it runs under autocast)"
             fix = None
             if plan is not None:
                 message += f"; the migration {plan.describe()}"
-                fix, _ = migration.fix_plan("Migrate the loop to torch.amp (autocast fp16 + GradScaler)")
+                fix, _ = migration.fix_plan("Run the forward and loss under autocast fp16" if scaled else
+                                            "Migrate the loop to torch.amp (autocast fp16 + GradScaler)")
             else:
                 message += (": use `torch.autocast(dtype=torch.float16)` around forward+loss and a "
                             f"`torch.amp.GradScaler` (not migrated automatically: {reason})")

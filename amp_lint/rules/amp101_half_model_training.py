@@ -13,6 +13,7 @@ from amp_lint.semantics.values import BF16, F16, HALF, Origin, Scalar
 
 class HalfModelTraining(Rule):
     code = "AMP101"
+    skips_test_files = True
     name = "half-model-training"
     severity = Severity.ERROR
     summary = "Model cast wholesale to fp16/bf16 and trained without fp32 master weights"

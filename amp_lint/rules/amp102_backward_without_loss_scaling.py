@@ -9,6 +9,7 @@ from amp_lint.semantics.values import F16
 
 class BackwardWithoutLossScaling(Rule):
     code = "AMP102"
+    skips_test_files = True
     name = "backward-without-loss-scaling"
     severity = Severity.ERROR
     summary = "`.backward()` on an fp16 loss without a GradScaler"
@@ -127,7 +128,9 @@ class BackwardWithoutLossScaling(Rule):
             if step.scaled or step.apex_with is not None or any(t.scaled for t in step.loss_tensors()):
                 continue
             tensors = step.loss_tensors()
-            autocast = model.autocast_inside(step.container) & F16 or any(
+            # the loss's gradients flow through fp16 ops of an autocast region (the loss value says so:
+            # a backward on the branch where autocast was off is not one), or backward runs inside one
+            autocast = (model.autocast_inside(step.container) & F16 and step.graph & F16) or any(
                 obs.state is not None and obs.state[1] == F16 for obs in step.backward.observations)
             pure = step.graph & F16 and not autocast
             if not (autocast or pure):

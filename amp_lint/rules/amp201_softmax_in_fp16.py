@@ -26,6 +26,7 @@ _MODULES = {"torch.nn.Softmax": "softmax", "torch.nn.LogSoftmax": "log_softmax"}
 
 class SoftmaxInFp16(Rule):
     code = "AMP201"
+    skips_test_files = True
     name = "softmax-in-fp16"
     severity = Severity.WARNING
     summary = "softmax / log_softmax computed in half precision"

@@ -18,6 +18,7 @@ _KEYWORDS = ("input", "target")
 
 class LossInFp16(Rule):
     code = "AMP202"
+    skips_test_files = True
     name = "loss-in-fp16"
     severity = Severity.ERROR
     summary = "Loss computed on half-precision inputs outside autocast"

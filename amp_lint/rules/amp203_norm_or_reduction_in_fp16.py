@@ -14,12 +14,17 @@ from amp_lint.findings import Applicability, Severity
 from amp_lint.rules._numerics import PROJECT_TOKENS, callee_name, half_of, is_simple, tensor_receiver
 from amp_lint.rules.base import Hazard, Invalid, Rule, Valid, find_arg
 from amp_lint.semantics.facts import Observation
+from amp_lint.semantics.values import F16
 
 # Reductions that CUDA autocast runs in fp32 (fp32_set_opt_dtype / append_dtype; S1).
 _CUDA_FP32 = {"sum", "cumsum", "norm", "vector_norm", "logsumexp"}
 _TORCH = {"torch.mean": "mean", "torch.sum": "sum", "torch.var": "var", "torch.std": "std", "torch.cumsum": "cumsum",
           "torch.norm": "norm", "torch.linalg.vector_norm": "vector_norm", "torch.linalg.norm": "norm",
           "torch.var_mean": "var_mean", "torch.std_mean": "std_mean"}
+
+# Reductions whose result stays within the range of its inputs: their kernels accumulate in fp32, so an fp16
+# mean or std of finite values is finite (of 100 float16 values +-300, var is inf, std 301.5).
+_BOUNDED_BY_INPUT = {"mean", "std", "std_mean"}
 
 
 def squared_base(expr: ast.AST) -> Optional[ast.AST]:
@@ -53,6 +58,7 @@ def _is_two(expr: ast.AST) -> bool:
 
 class NormOrReductionInFp16(Rule):
     code = "AMP203"
+    skips_test_files = True
     name = "norm-or-reduction-in-fp16"
     severity = Severity.WARNING
     summary = "Hand-written normalisation or reduction in half precision"
@@ -60,14 +66,16 @@ class NormOrReductionInFp16(Rule):
     tokens = ("mean", "sum", "var", "std", "norm") + PROJECT_TOKENS
     docs = """
     ## What it does
-    Finds hand-written normalisation statistics and reductions on float16/bfloat16 values where
-    nothing upcasts them: `x.pow(2).mean(-1)` (RMSNorm), `var`/`std`, `sum`/`cumsum`, `x.norm()`,
+    Finds hand-written normalisation statistics and reductions on float16 values where
+    nothing upcasts them: `x.pow(2).mean(-1)` (RMSNorm), `var`, `sum`/`cumsum`, `x.norm()`,
     `torch.norm`/`torch.linalg.vector_norm`, in a module cast wholesale to half or on tensors cast
-    to half, and under autocast where autocast leaves the op in fp16 (`var`/`std` and means of
+    to half, and under autocast where autocast leaves the op in fp16 (`var` and means of
     squares on CUDA; all of them on CPU). The native `nn.LayerNorm`/`F.layer_norm`/`group_norm`/
     `rms_norm` are not reported: their kernels keep statistics and eps in float32. A plain `mean`
     is not reported either: its kernels accumulate in float32 and the result cannot exceed the
-    largest input (`torch.ones(100000).half().mean()` is 1.0 while `.sum()` is `inf`).
+    largest input (`torch.ones(100000).half().mean()` is 1.0 while `.sum()` is `inf`), nor a plain
+    `std` (its kernel squares in float32: of 100 float16 values +-300, `std` is 301.5 and `var` is `inf`). Nor are
+    bfloat16 values: bfloat16 has float32's range and the reduction kernels accumulate in float32.
 
     ## Why is this bad?
     `x.pow(2)` overflows float16 for abs(x) >= 256, so one "massive activation" channel makes the
@@ -89,7 +97,7 @@ class NormOrReductionInFp16(Rule):
       https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/autocast_mode.h
       https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/autocast_mode.cpp
     - Measured with torch 2.13.0 (CPU): float16 `256 ** 2` is `inf`; `torch.ones(100000).half().sum()`
-      is `inf`; `var` of +-300 in float16 is `inf` while `std` is 300.25; `F.layer_norm` keeps its
+      is `inf`; `var` of 100 values +-300 in float16 is `inf` while `std` is 301.5; `F.layer_norm` keeps its
       statistics and `eps` in float32
     """
     VALID = [
@@ -228,13 +236,13 @@ class NormOrReductionInFp16(Rule):
                 continue
             op, source, form = found
             squared = squared_base(source)
-            if op == "mean" and squared is None:
-                return  # a plain mean accumulates in fp32 and cannot exceed its largest input
+            if op in _BOUNDED_BY_INPUT and squared is None:
+                return  # accumulates in fp32 and cannot (much) exceed its largest input
             if op == "sum" and _is_exp(source):
                 return  # hand-written softmax: AMP204 reports the exp
             tensor = half_of(obs, source)
-            if tensor is None or (obs.cuda_autocast and op in _CUDA_FP32):
-                continue
+            if tensor is None or not tensor.dtypes & F16 or (obs.cuda_autocast and op in _CUDA_FP32):
+                continue  # bfloat16 cannot overflow here
             site = found
             what = "mean of squares" if squared is not None else f"`{op}`"
             hazards.append(Hazard(obs, f"{what} computed {obs.where(tensor)}; it overflows above 65504 - compute it "

@@ -71,6 +71,9 @@ class Rule:
     default_enabled: ClassVar[bool] = True
     #: A preview rule runs only in preview mode (``--preview`` / ``preview = true``), as in ruff.
     preview: ClassVar[bool] = False
+    #: Not run on test files (``test_*.py``, ``*_test.py``, ``conftest.py``, ``tests/``): their toy
+    #: models run in half on purpose, with values and gradients of size one.
+    skips_test_files: ClassVar[bool] = False
     VALID: ClassVar[List[Valid]] = []
     INVALID: ClassVar[List[Invalid]] = []
 
@@ -96,7 +99,7 @@ class Rule:
         """Report the most telling of ``hazards`` (one per observation that found one), if any."""
         if not hazards:
             return
-        best = min(hazards, key=lambda h: (h.conditional, h.observation.context_free, h.low))
+        best = min(hazards, key=lambda h: (h.low, h.conditional, h.observation.context_free))
         message = best.message
         if best.condition and best.condition not in message:
             message += f" (when `{best.condition}`)"
@@ -133,6 +136,9 @@ class Rule:
             out += ["This rule is in preview: it runs only with `--preview` (or `preview = true`).", ""]
         if not cls.default_enabled:
             out += ["This rule is off by default; enable it with `--extend-select " + cls.code + "`.", ""]
+        if cls.skips_test_files:
+            out += ["Test files (`test_*.py`, `*_test.py`, `conftest.py`, files under `tests/`) are not checked "
+                    "by this rule: their toy models run in half on purpose, with values of size one.", ""]
         for title in DOC_SECTIONS:
             if title in sections:
                 heading = "Use instead:" if title == "Use instead" else f"## {title}"
@@ -174,6 +180,8 @@ class Hazard:
         origin = self.observation.record.autocast_origin if self.observation.autocast else None
         if origin is not None and origin.kind == "autocast_guess":
             self.low = True  # the autocast's dtype was not visible: half is a guess
+        if self.observation.speculative:
+            self.low = True  # only the guessed forward of a half module reaches it
 
     @property
     def condition(self) -> Optional[str]:

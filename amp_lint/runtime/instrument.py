@@ -117,7 +117,10 @@ class _Step:
 
 
 _grad_state = {"scaled_pending": False, "unscaled": False, "in_scaler_step": False, "stop_after_update": False,
-               "update_due": False, "optimizer": None, "disabled_depth": 0}
+               "update_due": False, "optimizer": None, "disabled_depth": 0,
+               # optimizers stepped through the scaler since its last update (several optimizers
+               # may each step once per iteration before the one update)
+               "stepped_since_update": set()}
 _scaled_ids: Dict[int, Any] = {}
 _snapshots: Dict[int, Tuple[Any, List[Any]]] = {}
 _param_names: Dict[int, str] = {}
@@ -488,8 +491,9 @@ def _install_scaler(torch: Any, grad_scaler: Any, methods: Tuple[str, ...]) -> N
     def sc_step(self, optimizer, *args, **kwargs):
         _check_pending_stop()
         _count(self, "step")
-        if _grad_state["update_due"]:
+        if id(optimizer) in _grad_state["stepped_since_update"]:
             _R["scaler_steps_without_update"] += 1
+        _grad_state["stepped_since_update"].add(id(optimizer))
         _snapshot(optimizer)
         if _R["steps_total"] + 1 in _CFG["skip_steps"]:
             # Replay a skip of the fp16 run, so that both runs update on the same steps.
@@ -516,6 +520,7 @@ def _install_scaler(torch: Any, grad_scaler: Any, methods: Tuple[str, ...]) -> N
         _count(self, "update")
         result = orig["update"](self, *args, **kwargs)
         _grad_state.update(scaled_pending=False, unscaled=False, update_due=False)
+        _grad_state["stepped_since_update"].clear()
         if self.is_enabled():
             with _Quiet():
                 scale = float(self.get_scale())

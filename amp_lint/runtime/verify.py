@@ -11,7 +11,8 @@ rather than the loss scale's warm-up). The checks read the
 * ``runs``: the rewrite runs (to the step limit or its end);
 * ``autocast``: every matmul-like op of the training forward ran under an enabled autocast;
 * ``scaler``: an enabled GradScaler, every backward through ``scale``, every step through
-  ``scaler.step`` followed by ``update``, clipping only after ``unscale_`` (n/a for bfloat16);
+  ``scaler.step`` and an ``update`` before the same optimizer steps again (several optimizers
+  share one update per iteration), clipping only after ``unscale_`` (n/a for bfloat16);
 * ``loss``: the mean loss over the steps within ``rtol`` of the fp32 reference;
 * ``finite``: no inf/NaN in the loss, the gradients of a taken step or the parameters;
 * ``update``: every parameter that the fp32 reference updates changes.
@@ -274,8 +275,9 @@ def _check_scaler(a: Dict[str, Any]) -> Tuple[str, str]:
                             f"scaler.step{_site(a.get('first_direct_optimizer_step'))}")
         if not calls.get("step"):
             problems.append("scaler.step was never called")
-        elif calls.get("update", 0) < calls["step"] or a.get("scaler_steps_without_update"):
-            problems.append(f"scaler.update() followed {calls.get('update', 0)} of {calls['step']} scaler.step calls")
+        elif a.get("scaler_steps_without_update") or not calls.get("update"):
+            problems.append(f"an optimizer stepped through the scaler again before scaler.update() "
+                            f"({calls.get('update', 0)} updates for {calls['step']} scaler.step calls)")
         if a.get("clip_while_scaled"):
             problems.append(f"clip_grad_norm_ ran {a['clip_while_scaled']} times on still-scaled gradients, before "
                             f"scaler.unscale_{_site(a.get('first_clip_while_scaled'))}")

@@ -67,6 +67,11 @@ class Observation:
     def context_free(self) -> bool:
         return self.record.context_free
 
+    @property
+    def speculative(self) -> bool:
+        """The context is the guessed forward of a module cast to half, not a call the program makes."""
+        return any(site.seeded for site in self.record.stack)
+
     def label(self, dtypes: int) -> str:
         """The precision context label of a half value here (AUTOCAST_FP16, PURE_BF16, ...)."""
         state = self.record.state

@@ -52,6 +52,9 @@ class CallSite:
     line: int
     callee: str
     node_id: int = 0
+    #: the step is a guess: the forward of a module cast to half that the program only uses through
+    #: other methods, run with unknown inputs (see ``analyse_seed`` and ``_seed_is_guess``)
+    seeded: bool = False
 
 
 @dataclass(eq=False)
@@ -126,6 +129,8 @@ class Interpreter:
         #: module instances cast to half (or loaded in half): their forward runs in half wherever they
         #: go, also when the call is out of sight (a trainer, another program, the user)
         self.seeds: List[Tuple[Module, SourceModule, Optional[Origin]]] = []
+        #: (cast site, class) of a half module -> how the program calls it (``__call__``, method names)
+        self.half_uses: Dict[Tuple, Set[str]] = {}
         #: creation sites of optimizers passed to a wrapper that keeps fp32 master weights
         self.master_wrapped: Set[str] = set()
         #: texts of the branch conditions some half evidence was marked with (``args.fp16``)
@@ -218,6 +223,18 @@ class Interpreter:
         frame.record = self._record(record.scope, record.module, state, record.stack, record.context_free, origin)
         frame.record.values.update(record.values)  # the call being evaluated spans both
 
+    def _note_half_use(self, module: Module, how: str) -> None:
+        """Remember that the program calls a module cast to half (``__call__``) or one of its methods."""
+        if module.cast & HALF and module.origin is not None:
+            self.half_uses.setdefault(_use_key(module, module.origin), set()).add(how)
+
+    def _seed_is_guess(self, seed: Module, origin: Optional[Origin]) -> bool:
+        """The program uses the half module only through other methods (``model.half()`` then
+        ``model.inference(...)``): running its ``forward`` is a guess, and what it finds is low confidence.
+        A module the program never calls (handed to a trainer, library code) is run as it would be."""
+        uses = self.half_uses.get(_use_key(seed, origin)) if origin is not None else None
+        return bool(uses) and not uses & {"__call__", "forward"}
+
     def add_seed(self, module: Value, frame: Frame) -> None:
         for option in options(module):
             if isinstance(option, Module) and option.cast & HALF:
@@ -251,8 +268,10 @@ class Interpreter:
             if key in done:
                 return
             done.add(key)
-            record = self._record(where.tree, where, None, (), False)
-            frame = Frame(where, None, {}, record, None, ())
+            site = CallSite(origin.path if origin else where.relpath, origin.line if origin else 0,
+                            "forward", seeded=self._seed_is_guess(seed, origin))
+            record = self._record(where.tree, where, None, (site,), False)
+            frame = Frame(where, None, {}, record, None, (site,))
             if isinstance(seed.cls, Ext) and seed.cls.name.endswith("Sequential"):
                 self.call_module(seed, [UNKNOWN], {}, frame, None)  # the chain: each child gets its input
             else:
@@ -268,7 +287,8 @@ class Interpreter:
         count = len(spec.posonlyargs) + len(spec.args) - 1
         record = self._record(where.tree, where, None, (), False)
         frame = Frame(where, None, {}, record, None, ())
-        site = CallSite(origin.path if origin else where.relpath, origin.line if origin else 0, forward.qualname)
+        site = CallSite(origin.path if origin else where.relpath, origin.line if origin else 0, forward.qualname,
+                        seeded=self._seed_is_guess(seed, origin))
         env, names = bind_arguments(forward.node, seed, [UNKNOWN] * max(count, 0), {}, None)
         self._invoke(forward, env, names, None, (site,), origin=None)
         del frame
@@ -596,6 +616,8 @@ class Interpreter:
             new: List[Tuple[State, Optional[Origin]]] = []
             for state, origin in states:
                 for option in torch_api.autocast_states(cm, state, origin, self.device):
+                    if option[1] is not None and option[1].condition:  # ``enabled=<flag>``: refinable
+                        self.conditions.add(option[1].condition)
                     if option not in new:
                         new.append(option)
             states = new or states
@@ -1100,6 +1122,8 @@ class Interpreter:
                     if isinstance(site, Scalar) and site.value:
                         self.master_wrapped.add(site.value)
         if isinstance(callee, FuncVal):
+            if isinstance(callee.bound, Module):
+                self._note_half_use(callee.bound, callee.info.name)
             return self.call_function(callee.info, callee.bound, args, kwargs, frame, node)
         if isinstance(callee, ClassVal):
             return self.instantiate(callee, args, kwargs, frame, node)
@@ -1117,7 +1141,7 @@ class Interpreter:
                 return self.call_function(call.info, call.bound, args, kwargs, frame, node)
         if isinstance(callee, Obj):
             return torch_api.call_obj(self, frame, callee, args, kwargs, node)
-        return torch_api.derived(args, kwargs)
+        return torch_api.derived(args, kwargs, frame)
 
     def call_method(self, receiver: Value, name: str, args: List[Value], kwargs: Dict[str, Value], frame: Frame,
                     node: Optional[ast.AST]) -> Value:
@@ -1134,6 +1158,7 @@ class Interpreter:
     def call_module(self, module: Module, args: List[Value], kwargs: Dict[str, Value], frame: Frame,
                     node: Optional[ast.AST]) -> Value:
         cls = module.cls
+        self._note_half_use(module, "__call__")
         if isinstance(cls, ClassVal):
             forward = self.class_lookup(cls.info, "forward")
             call = self.class_lookup(cls.info, "__call__")
@@ -1443,6 +1468,12 @@ def adopt(value: Value, owner: Module) -> Value:
     return out if out is not None else UNKNOWN
 
 
+def _use_key(module: Module, origin: Origin) -> Tuple:
+    """A half module by its cast site and class (its submodules share the cast site)."""
+    cls = module.cls
+    return origin.key, (id(cls.info) if isinstance(cls, ClassVal) else getattr(cls, "name", None))
+
+
 def join_envs(a: Optional[Dict[str, Value]], b: Optional[Dict[str, Value]],
               condition: Optional[Callable[[], Tuple[str, str]]]) -> Optional[Dict[str, Value]]:
     """Join two environments. With ``condition`` (the test's text and its negation, ``a`` being the
@@ -1495,8 +1526,16 @@ def condition_texts(test: ast.AST, module: SourceModule) -> Tuple[str, str]:
         text = module.segment(test, 40)
         return text, module.segment(test.operand, 40)
     text = module.segment(test, 40)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _NEGATED_OPS:
+        left, right = module.segment(test.left, 40), module.segment(test.comparators[0], 40)
+        return text, f"{left} {_NEGATED_OPS[type(test.ops[0])]} {right}"  # ``x is None`` / ``x is not None``
     simple = isinstance(test, (ast.Name, ast.Attribute, ast.Subscript, ast.Call))
     return text, f"not {text}" if simple else f"not ({text})"
+
+
+#: Comparisons whose negation is another comparison (as source text writes it).
+_NEGATED_OPS = {ast.Is: "is not", ast.IsNot: "is", ast.Eq: "!=", ast.NotEq: "==", ast.In: "not in",
+                ast.NotIn: "in", ast.Lt: ">=", ast.GtE: "<", ast.Gt: "<=", ast.LtE: ">"}
 
 
 def envs_equal(a: Dict[str, Value], b: Dict[str, Value]) -> bool:

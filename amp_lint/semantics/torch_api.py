@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import math
+from dataclasses import replace
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 from amp_lint.data import ops as optable
@@ -226,10 +227,28 @@ def make_autocast(frame: "Frame", qualified: str, args: Sequence[Value], kwargs:
                 dtype |= F16 | BF16  # an autocast dtype we cannot see: half if anything (a guess)
                 guessed = True
     enabled: Optional[bool] = True
+    origin = _origin(frame, node, "autocast_guess" if guessed else "autocast")
     if "enabled" in given:
         value = given["enabled"]
         enabled = value.value if isinstance(value, Scalar) and isinstance(value.value, bool) else None
-    return Autocast(device, dtype, enabled, _origin(frame, node, "autocast_guess" if guessed else "autocast"))
+        expr = _argument_node(node, "enabled", order.index("enabled"))
+        if enabled is None and expr is not None and origin is not None:
+            # ``autocast(enabled=scaler is not None)``: what it computes is half only when that holds
+            origin = replace(origin, condition=frame.module.segment(expr, 40))
+    return Autocast(device, dtype, enabled, origin)
+
+
+def _argument_node(call: Optional[ast.AST], keyword: str, position: int) -> Optional[ast.AST]:
+    """The expression passed as ``keyword=`` or at ``position`` of ``call`` (no ``*args`` before it)."""
+    if not isinstance(call, ast.Call):
+        return None
+    for kw in call.keywords:
+        if kw.arg == keyword:
+            return kw.value
+    args = call.args
+    if position < len(args) and not any(isinstance(a, ast.Starred) for a in args[:position + 1]):
+        return args[position]
+    return None
 
 
 def _device_of(value: Optional[Value], default: str) -> str:
@@ -276,7 +295,7 @@ def apply_op(op: str, inputs: Sequence[Value], frame: "Frame", explicit: Optiona
         dtypes = promote(dtypes, t.dtypes)
         unknown = unknown or t.unknown
         graph |= t.low_graph
-        if origin is None and t.half:
+        if origin is None and (t.half or t.low_graph):
             origin = t.origin
     state = frame.state
     if state is not None and (dtypes & FLOATS or (unknown and not dtypes & (INT | BOOL))):
@@ -284,13 +303,13 @@ def apply_op(op: str, inputs: Sequence[Value], frame: "Frame", explicit: Optiona
         policy = optable.policy_in(op, device)
         if policy == optable.LOWER:
             return Tensor(half, False, frame.autocast_origin, graph=graph | half)
-        if policy == optable.FP32:
-            return Tensor(F32 if dtypes & FLOATS or unknown else dtypes, False, graph=graph)
+        if policy == optable.FP32:  # the value is fp32; its gradients flow through the half ops before it
+            return Tensor(F32 if dtypes & FLOATS or unknown else dtypes, False, origin if graph else None, graph=graph)
         if policy == optable.PROMOTE:
             return Tensor(dtypes, unknown, origin, graph=graph)
     if not tensors:
         return Tensor(0, True) if unknown else UNKNOWN
-    return Tensor(dtypes, unknown, origin if dtypes & HALF else None, graph=graph)
+    return Tensor(dtypes, unknown, origin if dtypes & HALF or graph else None, graph=graph)
 
 
 def _explicit(value: Value) -> Value:
@@ -346,7 +365,7 @@ def binop(interp: "Interpreter", frame: "Frame", op: ast.operator, a: Value, b: 
         if isinstance(other, Scalar) and other.kind in ("float",) and not tensor.dtypes & FLOATS and tensor.dtypes:
             return Tensor(F32)  # an integer/bool tensor times a Python float: the default float dtype
         if isinstance(other, (Scalar,)) or other is UNKNOWN:
-            scaled = tensor.scaled or (isinstance(other, Scalar) and _is_loss_scale(node, tensor is ta))
+            scaled = tensor.scaled or _is_loss_scale(node, tensor is ta)
             return Tensor(tensor.dtypes, tensor.unknown, tensor.origin, scaled, graph=tensor.graph)
         return Tensor(tensor.dtypes, True, tensor.origin, graph=tensor.graph)
     if isinstance(a, Seq) and isinstance(b, Seq) and isinstance(op, ast.Add):
@@ -506,7 +525,6 @@ def module_method(interp: "Interpreter", frame: "Frame", module: Module, name: s
             result = module.cast_to(target.dtypes & FLOATS, target.origin if target.dtypes & HALF and target.origin
                                     and target.origin.condition else _origin(frame, node, "module_cast"))
             if target.origin is not None and target.origin.condition and result.origin is not None:
-                from dataclasses import replace
 
                 result = replace(result, origin=replace(result.origin, condition=target.origin.condition))
             if target.unknown:
@@ -637,6 +655,9 @@ def params_tensor(parameters: Obj) -> Value:
     for module in options(parameters.get("module") or UNKNOWN):
         if not isinstance(module, Module):
             tensor = join(tensor, Tensor(0, True, param=param))
+            continue
+        if module.master and param:  # FSDP mixed precision, an engine: the optimizer sees fp32 masters
+            tensor = join(tensor, Tensor(F32, False, param=True))
             continue
         tensor = join(tensor, Tensor(module.cast & FLOATS if module.cast else 0, module.cast_unknown or not module.cast,
                                      module.origin if module.cast & HALF else None, param=param))
@@ -1212,18 +1233,27 @@ def _add_argument(interp: "Interpreter", frame: "Frame", parser: Obj, positional
     return UNKNOWN
 
 
-def derived(args: Sequence[Value], kwargs: Dict[str, Value]) -> Value:
+def derived(args: Sequence[Value], kwargs: Dict[str, Value], frame: Optional["Frame"] = None) -> Value:
     """What an unknown callable returns: unknown, but a tensor computed from tensor arguments keeps
-    their history (a loss of a model's outputs has the model's graph)."""
+    their history (a loss of a model's outputs has the model's graph). Called under a half autocast
+    with tensor or unknown arguments (an unseen model's forward, a loss function), its result's
+    gradients may flow through the region's half ops: the region is their evidence."""
     graph = 0
-    found = False
+    found = unknown = False
+    origin: Optional[Origin] = None
     for value in list(args) + list(kwargs.values()):
         inner = value.value if _is_star(value) else value  # type: ignore[attr-defined]
         for option in options(inner):
             if isinstance(option, Tensor):
                 found = True
                 graph |= option.low_graph
-    return Tensor(0, True, graph=graph) if found else UNKNOWN
+                if origin is None and option.origin is not None and (option.half or option.low_graph):
+                    origin = option.origin
+            elif option is UNKNOWN:
+                unknown = True
+    if frame is not None and frame.state is not None and frame.state[1] & HALF and (found or unknown):
+        return Tensor(0, True, origin or frame.autocast_origin, graph=graph | frame.state[1])
+    return Tensor(0, True, origin if graph else None, graph=graph) if found else UNKNOWN
 
 
 def unknown_method(interp: "Interpreter", frame: "Frame", name: str, args: List[Value], kwargs: Dict[str, Value],
@@ -1239,7 +1269,7 @@ def unknown_method(interp: "Interpreter", frame: "Frame", name: str, args: List[
         if name in ("parameters", "named_parameters") and not args:
             return obj("parameters", module=UNKNOWN, named=Scalar("bool", name == "named_parameters"),
                        buffers=Scalar("bool", False))
-        return derived(args, kwargs)
+        return derived(args, kwargs, frame)
     if not bit & FLOATS:
         return Tensor(bit)  # ``.long()``, ``.bool()``: only tensors have them
     origin = _origin(frame, node, "module_cast") if bit & HALF else None

@@ -440,7 +440,7 @@ def _union(values: Iterable[Value]) -> Value:
 def _join_same(a: Value, b: Value) -> Optional[Value]:
     if isinstance(a, Tensor):
         assert isinstance(b, Tensor)
-        origin = a.origin if (a.origin is not None and a.half) or b.origin is None else b.origin
+        origin = a.origin if (a.origin is not None and (a.half or a.graph & HALF)) or b.origin is None else b.origin
         return Tensor(a.dtypes | b.dtypes, a.unknown or b.unknown, origin, a.scaled and b.scaled, a.param or b.param,
                       a.graph | b.graph)
     if isinstance(a, Scalar):
@@ -529,8 +529,9 @@ def with_condition(value: Value, condition: str) -> Value:
 def without_condition(value: Value, condition: str) -> Value:
     """``value`` on a path where ``condition`` is false: the half evidence that holds only when
     ``condition`` holds is dropped (``loss.backward()`` in the ``else`` of ``if args.fp16:``)."""
-    if isinstance(value, Tensor) and value.origin is not None and value.origin.condition == condition and value.half:
-        dtypes = value.dtypes & ~HALF
+    if isinstance(value, Tensor) and value.origin is not None and value.origin.condition == condition \
+            and (value.half or value.graph & HALF):
+        dtypes = value.dtypes & ~HALF if value.half else value.dtypes
         return Tensor(dtypes, value.unknown or not dtypes, None, value.scaled, value.param, value.graph & ~HALF)
     if isinstance(value, Module) and value.origin is not None and value.origin.condition == condition \
             and value.cast & HALF:

@@ -22,6 +22,9 @@ MIGRATED = {
     "half_finetune": ["half_finetune.py"],
     "apex_o1": ["apex_o1.py"],
     "split_project": ["split_project/train.py"],  # builders.py is read, and left as it is
+    "gan_two_losses": ["gan_two_losses.py"],
+    "conditional_optimizer": ["conditional_optimizer.py"],
+    "cpu_model": ["cpu_model.py"],
 }
 CHECKS = ["runs", "autocast", "scaler", "loss", "finite", "update"]
 
@@ -51,6 +54,9 @@ EXPECTED = {
     "half_finetune": ("half_finetune.py", None),
     "apex_o1": ("apex_o1.py", None),
     "split_project": ("split_project_train.py", None),
+    "gan_two_losses": ("gan_two_losses.py", None),
+    "conditional_optimizer": ("conditional_optimizer.py", None),
+    "cpu_model": ("cpu_model.py", None),
 }
 
 

@@ -1,0 +1,406 @@
+"""The precision analysis (amp_lint/semantics): what it infers about values, asked through
+``amp-lint explain``'s API. Each test is a failure class of the first release's analysis (values
+that did not flow through returns, calls, effects or factories; unknown read as fp32;
+path-insensitive joins; casts in chains; apex; autocast-or-nullcontext; dtype tables; inherited
+methods) written as a small program and the facts it must yield.
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Dict, List
+
+import pytest
+
+from amp_lint.config import Settings
+from amp_lint.explain import explain
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def values_at(tmp_path: Path, files: Dict[str, str], target: str, marker: str) -> List[Dict[str, str]]:
+    """{expression: value} of each context of the line of ``target`` holding ``marker``."""
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    source = (tmp_path / target).read_text(encoding="utf-8").splitlines()
+    line = next(i for i, text in enumerate(source, 1) if marker in text)
+    settings = dataclasses.replace(Settings(), project_root=str(tmp_path))
+    result = explain(str(tmp_path / target), line, [str(tmp_path / n) for n in files], settings)
+    return [{v["expression"]: v["value"] for v in context.values} for context in result.contexts]
+
+
+def value_of(tmp_path: Path, files: Dict[str, str], target: str, marker: str, expression: str) -> List[str]:
+    """The value of ``expression`` on the marked line, one per context it ran in."""
+    return [ctx[expression] for ctx in values_at(tmp_path, files, target, marker) if expression in ctx]
+
+
+def one(tmp_path: Path, code: str, marker: str, expression: str) -> List[str]:
+    return value_of(tmp_path, {"m.py": code}, "m.py", marker, expression)
+
+
+# -- values flow through calls -------------------------------------------------------------------
+def test_return_values_flow_to_callers(tmp_path: Path) -> None:
+    code = """
+    import torch
+    def make_half(x):
+        return x.half()
+    a = make_half(torch.randn(3))  # <-
+    """
+    assert one(tmp_path, code, "# <-", "a") == ["tensor float16"]
+
+
+def test_parameters_take_their_call_sites_values(tmp_path: Path) -> None:
+    code = """
+    import torch
+    def attend(q):
+        return q.softmax(-1)  # <-
+    attend(torch.randn(3).half())
+    attend(torch.randn(3))
+    """
+    assert sorted(one(tmp_path, code, "# <-", "q")) == ["tensor float16", "tensor float32"]
+
+
+def test_in_place_casts_inside_a_callee_reach_the_caller(tmp_path: Path) -> None:
+    code = """
+    import torch.nn as nn
+    def cast_model(m):
+        m.half()
+    net = nn.Linear(4, 4)
+    cast_model(net)
+    net  # <-
+    """
+    assert one(tmp_path, code, "# <-", "net") == ["module torch.nn.Linear with float16 parameters"]
+
+
+def test_factories_and_imported_classes(tmp_path: Path) -> None:
+    files = {
+        "models.py": """
+        import torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(8, 8)
+            def forward(self, x):
+                return self.proj(x)
+        def build():
+            return Net().half()
+        """,
+        "train.py": """
+        from models import build
+        model = build()  # <-
+        """,
+    }
+    assert value_of(tmp_path, files, "train.py", "# <-", "model") == ["module Net with float16 parameters"]
+
+
+def test_from_pretrained_with_a_half_dtype(tmp_path: Path) -> None:
+    code = """
+    import torch
+    from transformers import AutoModel
+    lm = AutoModel.from_pretrained("gpt2", torch_dtype=torch.float16)
+    h = lm(ids)  # <-
+    """
+    assert one(tmp_path, code, "# <-", "h") == ["tensor float16"]
+
+
+def test_inherited_and_super_methods_run_with_the_subclass_instance(tmp_path: Path) -> None:
+    code = """
+    import torch
+    import torch.nn as nn
+    class Base(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(8, 8)
+        def forward(self, x):
+            return self.proj(x).softmax(-1)  # <-
+    class Child(Base):
+        def forward(self, x):
+            return super().forward(x) * 2
+    Child().half()(torch.randn(2, 8).half())
+    """
+    found = one(tmp_path, code, "# <-", "self.proj(x)")
+    assert "tensor float16" in found and all(v.startswith("tensor float16") for v in found)
+
+
+# -- unknown is unknown ----------------------------------------------------------------------------
+def test_unknown_values_are_not_float32(tmp_path: Path) -> None:
+    code = """
+    import torch
+    u = load_something()
+    v = u.softmax(-1)  # <-
+    """
+    assert one(tmp_path, code, "# <-", "v") == ["unknown"]
+
+
+def test_an_unknown_value_softmaxed_is_not_reported(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text("import torch\nu = load()\nv = torch.softmax(u, -1)\n")
+    result = subprocess.run([sys.executable, "-m", "amp_lint", "check", "--isolated", "--select", "ALL",
+                             str(tmp_path / "m.py")], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout
+
+
+# -- torch functions ------------------------------------------------------------------------------
+@pytest.mark.parametrize("line,expected", [
+    ("e = torch.einsum('ij,jk->ik', a, a)", "tensor float16"),
+    ("e = torch.eye(3, dtype=torch.float16)", "tensor float16"),
+    ("e = sum(t for t in [a, a])", "tensor float16"),
+    ("e = torch.randn(3).half().float()", "tensor float32"),
+    ("e = a.to(torch.float32).half()", "tensor float16"),
+])
+def test_torch_functions_and_cast_chains(tmp_path: Path, line: str, expected: str) -> None:
+    code = f"""
+    import torch
+    a = torch.randn(3, 3).half()
+    {line}  # <-
+    """
+    assert one(tmp_path, code, "# <-", "e") == [expected]
+
+
+def test_in_place_arithmetic_keeps_the_target_dtype(tmp_path: Path) -> None:
+    code = """
+    import torch
+    a = torch.randn(3).half()
+    b = torch.randn(3)
+    b += a
+    b  # <-
+    """
+    assert one(tmp_path, code, "# <-", "b") == ["tensor float32"]
+
+
+def test_einsum_under_autocast_is_lowered(tmp_path: Path) -> None:
+    code = """
+    import torch
+    a = torch.randn(3, 3)
+    with torch.autocast("cuda", dtype=torch.float16):
+        e = torch.einsum("ij,jk->ik", a, a)  # <-
+    """
+    assert one(tmp_path, code, "# <-", "e") == ["tensor float16"]
+
+
+# -- flow sensitivity -----------------------------------------------------------------------------
+def test_branches_join_and_keep_their_condition(tmp_path: Path) -> None:
+    code = """
+    import torch
+    c = torch.randn(3)
+    if args.fp16:
+        c = c.half()
+    c  # <-
+    """
+    assert one(tmp_path, code, "# <-", "c") == ["tensor float16 or float32"]
+    contexts = explain_json(tmp_path, "m.py", "# <-")
+    (because,) = contexts[0]["values"][0]["because"]
+    assert "(when `args.fp16`)" in because
+
+
+def test_the_else_branch_of_the_flag_is_not_half(tmp_path: Path) -> None:
+    code = """
+    import torch
+    model = torch.nn.Linear(4, 4)
+    if args.fp16:
+        model.half()
+    out = model(torch.randn(2, 4))
+    if args.fp16:
+        pass
+    else:
+        out  # <-
+    if not args.fp16:
+        out  # <- not
+    """
+    assert one(tmp_path, code, "# <-", "out") == ["tensor float32"]
+    assert one(tmp_path, code, "# <- not", "out") == ["tensor float32"]
+
+
+def test_an_else_branch_cast_holds_when_the_test_is_false(tmp_path: Path) -> None:
+    code = """
+    import torch
+    enc = torch.nn.Linear(4, 4)
+    if args.train_encoder:
+        pass
+    else:
+        enc.half()
+    enc  # <-
+    """
+    contexts = explain_json(tmp_path, "m.py", "# <-", code)
+    (because,) = contexts[0]["values"][0]["because"]
+    assert "(when `not args.train_encoder`)" in because
+
+
+def test_loops_reach_a_fixpoint(tmp_path: Path) -> None:
+    code = """
+    import torch
+    w = torch.randn(3)
+    for _ in range(3):
+        w  # <-
+        w = w.half()
+    """
+    assert one(tmp_path, code, "# <-", "w") == ["tensor float16 or float32"]
+
+
+# -- precision set up by configuration ---------------------------------------------------------------
+def test_dtype_chosen_from_a_table(tmp_path: Path) -> None:
+    code = """
+    import torch
+    DT = {"fp16": torch.float16, "fp32": torch.float32}[args.precision]
+    z = torch.zeros(3, dtype=DT)  # <-
+    """
+    assert one(tmp_path, code, "# <-", "z") == ["tensor float16 or float32"]
+
+
+def test_autocast_or_nullcontext_forks_both_ways(tmp_path: Path) -> None:
+    code = """
+    import torch
+    from contextlib import nullcontext
+    net = torch.nn.Linear(4, 4)
+    ctx = torch.autocast("cuda", dtype=torch.float16) if args.amp else nullcontext()
+    with ctx:
+        y = net(torch.randn(2, 4))  # <-
+    """
+    assert sorted(one(tmp_path, code, "# <-", "y")) == ["tensor float16", "tensor float32"]
+
+
+def test_apex_o2_casts_the_model_and_keeps_master_weights(tmp_path: Path) -> None:
+    code = """
+    import torch
+    from apex import amp
+    model = torch.nn.Linear(8, 8)
+    optimizer = torch.optim.Adam(model.parameters())
+    model, optimizer = amp.initialize(model, optimizer, opt_level="O2")
+    model  # <-
+    """
+    assert one(tmp_path, code, "# <-", "model") == ["module torch.nn.Linear with float16 parameters"]
+    (tmp_path / "m.py").write_text((tmp_path / "m.py").read_text() + "for x in data:\n"
+                                   "    loss = model(x).float().sum()\n"
+                                   "    with amp.scale_loss(loss, optimizer) as scaled:\n"
+                                   "        scaled.backward()\n    optimizer.step()\n")
+    result = subprocess.run([sys.executable, "-m", "amp_lint", "check", "--isolated", "--select",
+                             "AMP101,AMP102,AMP302", str(tmp_path / "m.py")], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout  # O2 keeps fp32 master weights and scales the loss
+
+
+def test_apex_o1_runs_the_forward_as_autocast_would(tmp_path: Path) -> None:
+    code = """
+    import torch
+    from apex import amp
+    model = torch.nn.Linear(8, 8)
+    optimizer = torch.optim.Adam(model.parameters())
+    model, optimizer = amp.initialize(model, optimizer, opt_level="O1")
+    y = model(torch.randn(2, 8))  # <-
+    """
+    assert one(tmp_path, code, "# <-", "y") == ["tensor float16"]
+
+
+def test_a_parameter_named_autocast_is_not_the_import(tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    path.write_text(textwrap.dedent("""
+    import torch
+    from torch.cuda.amp import autocast
+
+    def run(model, x, autocast=None):
+        with autocast():
+            return model(x)
+    """).lstrip(), encoding="utf-8")
+    subprocess.run([sys.executable, "-m", "amp_lint", "fix", "--isolated", "--select", "AMP501", str(path)],
+                   capture_output=True, text=True, check=False)
+    text = path.read_text(encoding="utf-8")
+    assert "    with autocast():\n" in text  # the parameter, not the import: untouched
+
+
+# -- explain and evidence ---------------------------------------------------------------------------
+def explain_json(tmp_path: Path, target: str, marker: str, code: str = "") -> list:
+    if code:
+        (tmp_path / target).write_text(textwrap.dedent(code).lstrip("\n"), encoding="utf-8")
+    source = (tmp_path / target).read_text(encoding="utf-8").splitlines()
+    line = next(i for i, text in enumerate(source, 1) if marker in text)
+    result = subprocess.run([sys.executable, "-m", "amp_lint", "explain", f"{tmp_path / target}:{line}",
+                             "--output-format", "json"], capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)["contexts"]
+
+
+def test_explain_cli_text_shows_call_path_and_evidence(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text(textwrap.dedent("""
+    import torch
+    def attend(q):
+        return q.softmax(-1)
+    x = torch.randn(3).half()
+    attend(x)
+    """).lstrip(), encoding="utf-8")
+    result = subprocess.run([sys.executable, "-m", "amp_lint", "explain", "m.py:3"], capture_output=True,
+                            text=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "m.py:5 calls `attend`" in result.stdout
+    assert "because m.py:4: cast to half: `torch.randn(3).half()`" in result.stdout
+
+
+@pytest.mark.parametrize("target,message", [
+    ("missing.py:1", "no such file"),
+    ("m.py", "FILE:LINE"),
+    ("m.py:x", "FILE:LINE"),
+])
+def test_explain_cli_bad_target_is_one_line_error(tmp_path: Path, target: str, message: str) -> None:
+    (tmp_path / "m.py").write_text("import torch\n")
+    result = subprocess.run([sys.executable, "-m", "amp_lint", "explain", target], capture_output=True,
+                            text=True, cwd=tmp_path)
+    assert result.returncode == 2
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_findings_carry_evidence_across_files(tmp_path: Path) -> None:
+    (tmp_path / "attn.py").write_text("def attend(q):\n    return q.softmax(-1)\n")
+    (tmp_path / "train.py").write_text("import torch\nfrom attn import attend\nattend(torch.randn(3).half())\n")
+    result = subprocess.run([sys.executable, "-m", "amp_lint", "check", "--isolated", "--select", "AMP201",
+                             "--output-format", "json", "."], capture_output=True, text=True, cwd=tmp_path)
+    (finding,) = json.loads(result.stdout)
+    assert finding["filename"].endswith("attn.py")
+    assert [(Path(e["filename"]).name, e["row"]) for e in finding["evidence"]] == [("train.py", 3), ("train.py", 3)]
+    assert finding["evidence"][0]["message"].startswith("cast to half")
+
+
+# -- architecture ------------------------------------------------------------------------------------
+def test_semantics_depends_on_no_rule_engine_or_reporter() -> None:
+    """The analysis is a layer below the rules: it imports data tables and itself only."""
+    for path in sorted((ROOT / "amp_lint" / "semantics").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("amp_lint"):
+                assert node.module.startswith(("amp_lint.semantics", "amp_lint.data")), (path.name, node.module)
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    assert not alias.name.startswith("amp_lint") or alias.name.startswith(
+                        ("amp_lint.semantics", "amp_lint.data")), (path.name, alias.name)
+
+
+def test_forward_of_a_half_module_used_only_through_other_methods_is_a_guess(tmp_path: Path) -> None:
+    """``model.half()`` then ``model.inference(x)``: the training-only ``forward`` is analysed as a
+    guess, so what only it shows is low confidence (hidden unless ``--preview``); a half module the
+    program never calls (a library model handed elsewhere) is analysed as it would run."""
+    model = textwrap.dedent("""
+    import torch.nn as nn
+    import torch.nn.functional as F
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(64, 64)
+        def forward(self, x):
+            return F.log_softmax(self.proj(x), dim=-1)
+        def inference(self, x):
+            return self.proj(x).argmax(-1)
+    """)
+    (tmp_path / "net.py").write_text(model, encoding="utf-8")
+    (tmp_path / "infer.py").write_text("from net import Net\nnet = Net().half()\nnet.inference(x)\n")
+
+    def check(*extra: str) -> str:
+        return subprocess.run([sys.executable, "-m", "amp_lint", "check", "--isolated", "--select", "AMP201",
+                               *extra, "."], capture_output=True, text=True, cwd=tmp_path).stdout
+
+    assert "AMP201" not in check()
+    assert "net.py:9:16: AMP201" in check("--preview")
+    (tmp_path / "infer.py").write_text("from net import Net\nnet = Net().half()\n")
+    assert "net.py:9:16: AMP201" in check()
