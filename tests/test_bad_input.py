@@ -381,3 +381,20 @@ def test_fix_never_writes_code_that_does_not_parse(project: Path) -> None:
     assert report.new_text is None
     assert [f.code for f in report.findings] == ["AMP501"]  # still reported, not "fixed"
     assert path.read_text() == "a = 1\n"
+
+
+def test_fix_of_a_file_with_mixed_line_endings(tmp_path, monkeypatch) -> None:
+    """LibCST cannot parse lines ending in both \\r\\n and \\n: the file is fixed with its most common
+    ending (it was reported fixable, and the fix must not silently do nothing), and a second fix is a no-op."""
+    from click.testing import CliRunner
+    from amp_lint.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    source = "import torch\r\nx = torch.randn(8, 8).half()\r\np = torch.softmax(x, -1)\r\nif x is not None:\n    y = 1\n"
+    (tmp_path / "m.py").write_bytes(source.encode())
+    first = CliRunner().invoke(main, ["fix", "--unsafe-fixes", "--no-cache", "--select", "AMP201", "m.py"])
+    fixed = (tmp_path / "m.py").read_bytes()
+    assert first.exit_code == 0, first.output
+    assert b"dtype=torch.float32" in fixed and fixed.count(b"\r\n") == fixed.count(b"\n") == 5
+    CliRunner().invoke(main, ["fix", "--unsafe-fixes", "--no-cache", "--select", "AMP201", "m.py"])
+    assert (tmp_path / "m.py").read_bytes() == fixed

@@ -33,7 +33,7 @@ def _amp(*args: str, source: str) -> "tuple[int, str]":
                                 input=source.encode("utf-8"), catch_exceptions=True)
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
     assert "Traceback" not in result.output
-    return result.exit_code, result.stdout
+    return result.exit_code, result.stdout_bytes.decode("utf-8")  # .stdout would turn \r\n into \n
 
 
 def check_properties(source: str) -> None:

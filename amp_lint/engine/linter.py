@@ -211,10 +211,29 @@ def _edits(fix: CstFix, fctx: FixContext) -> Tuple[Edit, ...]:
 
 
 def _fix_context(text: str) -> Optional[FixContext]:
+    """The CST of ``text`` for building fixes. LibCST cannot parse a file whose lines end in both
+    ``\\r\\n`` and ``\\n``; such a file is fixed with every line ending in its most common ending
+    (what black does), so its fixed text has one line ending."""
     try:
         return FixContext(text)
     except (cst.ParserSyntaxError, RecursionError, ValueError):
-        return None
+        uniform = uniform_newlines(text)
+        if uniform == text:
+            return None
+        try:
+            return FixContext(uniform)
+        except (cst.ParserSyntaxError, RecursionError, ValueError):
+            return None
+
+
+def uniform_newlines(text: str) -> str:
+    """``text`` with every line ending in its most common line ending (``\\r\\n`` or ``\\n``)."""
+    crlf = text.count("\r\n")
+    lf = text.count("\n") - crlf
+    if not crlf or not lf:
+        return text
+    lines = text.replace("\r\n", "\n")
+    return lines.replace("\n", "\r\n") if crlf > lf else lines
 
 
 def _build(plan, fctx: FixContext):
