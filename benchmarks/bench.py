@@ -1,17 +1,18 @@
 #!/usr/bin/env python3
 """Time amp-lint against the LibCST parse floor (and optionally TorchFix), side by side.
 
-    python benchmarks/bench.py [PATHS...] [--runs 3] [--jobs N] [--torchfix-python PATH]
+    python benchmarks/bench.py [PATHS...] [--runs 3] [--torchfix-python PATH]
 
 PATHS default to the installed torch package's ``nn``, ``optim`` and ``amp`` sources. The
 corpus is copied into a temporary directory (so one file can be touched and the cache lives
 there), then every measurement runs once per round, in rounds, and the medians are reported:
 
 * floor:        a fresh interpreter that imports libcst, reads and ``parse_module``s every file
-* cold -j1:     ``amp-lint check --no-cache --select ALL -j1``
-* cold -j2/-jN: the same with 2 and N (all cores) workers
+* cold:         ``amp-lint check --no-cache --select ALL`` (the whole corpus is one program)
 * warm:         ``amp-lint check --select ALL`` on the unchanged tree after a populating run
 * one changed:  the same after appending a comment to one file
+* pre-commit:   ``amp-lint check --no-cache --select ALL FILE`` on one file of the project (the corpus
+                copy has a ``pyproject.toml``): the project is analysed as context, one file reported
 * TorchFix:     ``<python> -m torchfix --select ALL -j1 .`` when ``--torchfix-python`` is given
 
 Every command runs as a separate process, so interpreter start-up and imports count everywhere.
@@ -99,7 +100,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("paths", nargs="*", help="corpus (default: installed torch's nn/optim/amp)")
     parser.add_argument("--runs", type=int, default=3, help="rounds; medians are reported (default 3)")
-    parser.add_argument("--jobs", type=int, default=None, help="N for cold -jN (default: all cores)")
     parser.add_argument("--torchfix-python", help="python of a virtualenv with torchfix installed")
     parser.add_argument("--torchfix-runs", type=int, default=1, help="TorchFix rounds (default 1: it is slow)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary corpus copy")
@@ -107,9 +107,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     import amp_lint
     from amp_lint import __version__
-    from amp_lint.runner import default_jobs
-
-    jobs = args.jobs or default_jobs()
     corpus_paths = args.paths or default_corpus()
     tmp = Path(tempfile.mkdtemp(prefix="amp-lint-bench-"))
     try:
@@ -117,6 +114,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if not files:
             sys.exit("bench.py: no .py files in the corpus")
         corpus = tmp / "corpus"
+        (corpus / "pyproject.toml").write_text("[project]\nname = 'bench-corpus'\n")  # the project root
         # A frozen copy of amp-lint: edits to the working tree during the run change nothing.
         shutil.copytree(Path(amp_lint.__file__).resolve().parent, tmp / "src" / "amp_lint",
                         ignore=shutil.ignore_patterns("__pycache__"))
@@ -128,12 +126,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                "--statistics", "--quiet"]
         commands: Dict[str, List[str]] = {
             "floor": [sys.executable, "-c", FLOOR_SCRIPT] + rels,
-            "cold -j1": amp + ["--no-cache", "-j1", "."],
-            "cold -j2": amp + ["--no-cache", "-j2", "."],
+            "cold": amp + ["--no-cache", "."],
+            "pre-commit": amp + ["--no-cache", str(touched.relative_to(corpus))],
         }
-        if jobs not in (1, 2):
-            commands[f"cold -j{jobs}"] = amp + ["--no-cache", f"-j{jobs}", "."]
-        warm_cmd = amp + [f"-j{jobs}", "."]
+        warm_cmd = amp + ["."]
         names = list(commands) + ["warm", "one file changed"]
         wall: Dict[str, List[float]] = {name: [] for name in names}
         cpu: Dict[str, List[float]] = {name: [] for name in names}
@@ -152,7 +148,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         except (AttributeError, OSError):
             load = ""
         print(f"amp-lint {__version__}, Python {platform.python_version()}, {platform.machine()}, "
-              f"{default_jobs()} cores{load}; corpus: {len(files)} files, {lines} lines "
+              f"{os.cpu_count()} cores{load}; corpus: {len(files)} files, {lines} lines "
               f"({', '.join(corpus_paths)})", file=sys.stderr)
         for round_ in range(args.runs):
             for name, cmd in commands.items():
@@ -176,25 +172,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
         med = {name: statistics.median(values) for name, values in wall.items()}
         mcpu = {name: statistics.median(values) for name, values in cpu.items()}
-        floor, cold1 = med["floor"], med["cold -j1"]
+        floor, cold = med["floor"], med["cold"]
         rows = [("LibCST `parse_module` floor (fresh interpreter, all files)", "floor", "1.00x", "1.00x")]
-        rows.append(("amp-lint cold `-j1 --no-cache`", "cold -j1", f"{fmt_ratio(cold1 / floor)} floor",
-                     f"{fmt_ratio(mcpu['cold -j1'] / mcpu['floor'])} floor"))
-        for name in commands:
-            if name.startswith("cold -j") and name != "cold -j1":
-                rows.append((f"amp-lint cold `{name[5:]} --no-cache`", name,
-                             f"{fmt_ratio(cold1 / med[name])} speed-up over -j1", ""))
-        rows.append((f"amp-lint warm (`-j{jobs}`, unchanged tree)", "warm",
-                     f"{100 * med['warm'] / cold1:.1f}% of cold -j1",
-                     f"{100 * mcpu['warm'] / mcpu['cold -j1']:.1f}% of cold -j1"))
-        rows.append((f"amp-lint one file changed (`-j{jobs}`)", "one file changed",
-                     f"{100 * med['one file changed'] / cold1:.1f}% of cold -j1",
-                     f"{100 * mcpu['one file changed'] / mcpu['cold -j1']:.1f}% of cold -j1"))
+        rows.append(("amp-lint cold `--no-cache`", "cold", f"{fmt_ratio(cold / floor)} floor",
+                     f"{fmt_ratio(mcpu['cold'] / mcpu['floor'])} floor"))
+        for name, label in (("warm", "amp-lint warm (unchanged tree)"),
+                            ("one file changed", "amp-lint, one file changed"),
+                            ("pre-commit", "amp-lint on one file of the project, `--no-cache`")):
+            rows.append((label, name, f"{100 * med[name] / cold:.1f}% of cold",
+                         f"{100 * mcpu[name] / mcpu['cold']:.1f}% of cold"))
         print()
-        print(f"Corpus: {len(files)} files, {lines} lines; {default_jobs()} cores{load}; median of {args.runs} "
+        print(f"Corpus: {len(files)} files, {lines} lines; {os.cpu_count()} cores{load}; median of {args.runs} "
               f"(bare parse alone, in-process: {statistics.median(parse_only):.2f} s; "
-              f"peak RSS cold -j1: {peak_rss.get('cold -j1', 0)} MiB). CPU = user+sys of the process "
-              f"and its workers.")
+              f"peak RSS: floor {peak_rss.get('floor', 0)} MiB, cold {peak_rss.get('cold', 0)} MiB). "
+              f"CPU = user+sys of the process.")
         print()
         print("| run | wall (s) | CPU (s) | wall ratio | CPU ratio |")
         print("| --- | ---: | ---: | --- | --- |")
@@ -204,8 +195,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             tf_wall = statistics.median(w for w, _ in torchfix)
             tf_cpu = statistics.median(c for _, c in torchfix)
             print(f"| TorchFix `--select ALL -j1` | {tf_wall:.2f} | {tf_cpu:.2f} | "
-                  f"amp-lint cold -j1 {fmt_ratio(tf_wall / cold1)} faster | "
-                  f"{fmt_ratio(tf_cpu / mcpu['cold -j1'])} less CPU |")
+                  f"amp-lint cold {fmt_ratio(tf_wall / cold)} faster | "
+                  f"{fmt_ratio(tf_cpu / mcpu['cold'])} less CPU |")
         print()
         print("Reproduce: `" + " ".join(["python benchmarks/bench.py"] + list(args.paths)) + "`")
     finally:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -90,14 +91,23 @@ def rendered(commands: List[Tuple[str, List[str]]]) -> List[str]:
     return out
 
 
+#: Wall-clock times in verify/trace output ("stopped after 8 steps, 4.0 s", "ran 3.3 s"): compared as
+#: "<t> s", since they change from run to run.
+_SECONDS = re.compile(r"\b\d+\.\d+ s\b")
+
+
+def _timeless(lines: List[str]) -> List[str]:
+    return [_SECONDS.sub("<t> s", line) for line in lines]
+
+
 def check(text: str) -> List[str]:
-    """A unified diff per stale block (empty when the tour is current)."""
+    """A unified diff per stale block (empty when the tour is current; run times aside)."""
     blocks = tour_blocks(text)
     diffs = []
     for block, actual in zip(blocks, run_tour(blocks)):
         expected = rendered(block.commands)
         got = rendered(actual)
-        if expected != got:
+        if _timeless(expected) != _timeless(got):
             diffs.append("\n".join(difflib.unified_diff(expected, got, "README.md", "actual", lineterm="")))
     return diffs
 

@@ -128,3 +128,28 @@ def test_cpu_only_script_gets_cpu_autocast_and_scaler():
     code = (EXPECTED / "cpu_model.py").read_text(encoding="utf-8").split('"""', 2)[2]  # after the docstring
     assert 'torch.amp.GradScaler("cpu")' in code and 'torch.autocast(device_type="cpu"' in code
     assert "cuda" not in code
+
+
+def _sweep():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("amp_lint_migration_sweep", ROOT / "eval" / "migration_sweep.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def test_crossing_edit_check_sees_a_crossing():
+    before = "def a():\n    x = 1\n\n\ndef b():\n    y = 2\n"
+    after = "def a():\n    x = 3\n\n\ndef b():\n    y = 4\n"
+    assert _sweep().crossing_edits(before, after) == []  # two edits, each inside its function
+    assert _sweep().crossing_edits(before, "def a():\n    x = 3\n    y = 4\n") == ["lines 2-6"]
+
+
+@pytest.mark.parametrize("name", sorted(POSITIVE))
+def test_migration_edits_stay_inside_their_function(migrated, name):
+    """Bounded edits: every changed block of lines lies in one function (or module-level code) of the original."""
+    original = (FIXTURES / POSITIVE[name][0]).read_text(encoding="utf-8")
+    fixed = migrated.paths[name].read_text(encoding="utf-8")
+    assert fixed != original
+    assert _sweep().crossing_edits(original, fixed) == []
