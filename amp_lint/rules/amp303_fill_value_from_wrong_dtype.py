@@ -58,6 +58,15 @@ class FillValueFromWrongDtype(Rule):
         scores = scores.masked_fill(scores > 0, torch.finfo(scores.dtype).min)
         """),
         Valid("""
+        import sys
+        import torch
+        scores = torch.randn(4, 4)
+        if "--bf16" in sys.argv:
+            scores = scores.bfloat16()
+        # float32 on one path, bfloat16 on the other: the finfo follows the filled tensor on both
+        scores = scores.masked_fill(scores > 0, torch.finfo(scores.dtype).min)
+        """),
+        Valid("""
         import torch
         x = torch.randn(4, 4)
         scores = x @ x.T
@@ -135,6 +144,8 @@ class FillValueFromWrongDtype(Rule):
                 tensor = site.tensor
                 if not isinstance(value, Scalar) or value.finfo is None or tensor is None:
                     continue
+                if _finfo_of_filled(site):
+                    continue  # finfo(t.dtype) filling t: right by construction, whatever t's dtypes
                 source, which = value.finfo
                 pairs = [(s_bit, d_bit) for s_bit in bits(source) for d_bit in bits(tensor.dtypes & (F16 | BF16))]
                 bad = [p for p in pairs if p in _OVERFLOWS]
@@ -186,6 +197,16 @@ class FillValueFromWrongDtype(Rule):
         fix.add_imports = (imports,) if imports else ()
         fix.replace(value, cst.parse_expression(f"{ref}({dtype}).{which}"))
         return fix
+
+
+def _finfo_of_filled(site: FillSite) -> bool:
+    """``t.masked_fill(m, torch.finfo(t.dtype).min)``: the finfo is of the filled expression itself."""
+    call = _finfo_call(site.value)
+    if call is None or len(call.args) != 1 or site.filled is None:
+        return False
+    arg = call.args[0]
+    return (isinstance(arg, ast.Attribute) and arg.attr == "dtype"
+            and ast.dump(arg.value) == ast.dump(site.filled))
 
 
 def _finfo_call(expr: ast.AST) -> Optional[ast.Call]:
