@@ -7,7 +7,7 @@ from typing import Dict, List, Tuple
 from amp_lint.findings import Applicability, Severity
 from amp_lint.rules._training import framework_precision, migration_plan, training_model
 from amp_lint.rules.base import Invalid, Rule, Valid
-from amp_lint.semantics.torch_api import node_key, param_dtypes
+from amp_lint.semantics.torch_api import node_key, param_origins
 from amp_lint.semantics.values import BF16, F16, HALF, Origin, Scalar
 
 
@@ -189,5 +189,4 @@ class HalfModelTraining(Rule):
 
 
 def _trains(optimizer, origin: Origin) -> bool:
-    _, _, found = param_dtypes(optimizer.get("params") or Scalar("other"))
-    return found is not None and found.key == origin.key
+    return any(found.key == origin.key for found in param_origins(optimizer.get("params") or Scalar("other")))

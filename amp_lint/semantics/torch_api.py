@@ -17,7 +17,7 @@ from amp_lint.data import training as trainingdata
 from amp_lint.semantics.values import (
     BF16, BOOL, F16, F32, F64, FLOATS, HALF, INT, NONE, UNKNOWN, Autocast, Builtin, ClassVal, Coll, DictVal, DType, Star,
     Ext, FuncVal, Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Union, Value, bits, element,
-    join, obj, options, promote,
+    join, obj, options, promote, union_of,
 )
 
 if TYPE_CHECKING:
@@ -715,9 +715,10 @@ def call_ext(interp: "Interpreter", frame: "Frame", qualified: str, args: List[V
     if qualified in trainingdata.OPTIMIZERS or (qualified.startswith("torch.optim.") and short[:1].isupper()
                                                 and ".lr_scheduler" not in qualified):
         optimizer = make_optimizer(qualified, positional, kwargs, _site(frame, node))
-        dtypes, unknown, origin = param_dtypes(optimizer.get("params") or UNKNOWN)  # type: ignore[union-attr]
-        if dtypes & HALF and origin is not None:
-            interp.half_optimizers.append((_site(frame, node), origin))
+        params = optimizer.get("params") or UNKNOWN  # type: ignore[union-attr]
+        if param_dtypes(params)[0] & HALF:
+            for origin in param_origins(params):
+                interp.half_optimizers.append((_site(frame, node), origin))
         return optimizer
     if qualified.startswith(trainingdata.SCHEDULER_PREFIXES):
         return obj("scheduler")
@@ -1273,7 +1274,7 @@ def unknown_method(interp: "Interpreter", frame: "Frame", name: str, args: List[
     if not bit & FLOATS:
         return Tensor(bit)  # ``.long()``, ``.bool()``: only tensors have them
     origin = _origin(frame, node, "module_cast") if bit & HALF else None
-    result = Union(frozenset((Module(None, bit, False, origin), Tensor(bit, False, origin, graph=bit & HALF))))
+    result = union_of((Module(None, bit, False, origin), Tensor(bit, False, origin, graph=bit & HALF)))
     if not bit & HALF:
         return result
     if node is not None and frame.statement is node:  # ``model.half()`` as a statement casts in place
@@ -1345,28 +1346,51 @@ def module_of_params(value: Value) -> List[Module]:
 
 
 def param_dtypes(value: Value) -> Tuple[int, bool, Optional[Origin]]:
-    """(dtypes, unknown, origin) of the tensors an optimizer argument names."""
-    dtypes, unknown, origin = 0, False, None
+    """(dtypes, unknown, origin) of the tensors an optimizer argument names; of several origins (a
+    model built on either branch), the first in source order, so that runs agree."""
+    dtypes, unknown, origins = _param_facts(value)
+    return dtypes, unknown, min((o for o, _ in origins), key=lambda o: o.key) if origins else None
+
+
+def param_origins(value: Value) -> List[Origin]:
+    """Every origin of the half tensors an optimizer argument names, in source order."""
+    return sorted((o for o, half in _param_facts(value)[2] if half), key=lambda o: o.key)
+
+
+def _param_facts(value: Value) -> Tuple[int, bool, List[Tuple[Origin, bool]]]:
+    """(dtypes, unknown, [(origin, whether its tensor may be half)]) of an optimizer argument."""
+    dtypes, unknown, origins = 0, False, []  # type: Tuple[int, bool, List[Tuple[Origin, bool]]]
+
+    def add(origin: Origin, half: bool) -> None:
+        for i, (o, h) in enumerate(origins):
+            if o.key == origin.key:
+                origins[i] = (o, h or half)
+                return
+        origins.append((origin, half))
+
+    def tensor(t: Tensor) -> None:
+        nonlocal dtypes, unknown
+        dtypes |= t.dtypes
+        unknown = unknown or t.unknown
+        if t.origin is not None:
+            add(t.origin, bool(t.dtypes & HALF))
+
     for option in options(value):
         if isinstance(option, Obj) and option.kind == "parameters":
             t = params_tensor(option)
             t = t.items[1] if isinstance(t, Seq) else t
             if isinstance(t, Tensor):
-                dtypes |= t.dtypes
-                unknown = unknown or t.unknown
-                origin = origin or t.origin
+                tensor(t)
         elif isinstance(option, Tensor):
-            dtypes |= option.dtypes
-            unknown = unknown or option.unknown
-            origin = origin or option.origin
-        elif isinstance(option, (Seq, Coll)):
-            d, u, o = param_dtypes(element(option))
-            dtypes, unknown, origin = dtypes | d, unknown or u, origin or o
-        elif isinstance(option, DictVal):
-            for key, v in option.items:
-                if key == "params":
-                    d, u, o = param_dtypes(v)
-                    dtypes, unknown, origin = dtypes | d, unknown or u, origin or o
+            tensor(option)
+        elif isinstance(option, (Seq, Coll, DictVal)):
+            inner = [element(option)] if not isinstance(option, DictVal) else [
+                v for key, v in option.items if key == "params"]
+            for v in inner:
+                d, u, o = _param_facts(v)
+                dtypes, unknown = dtypes | d, unknown or u
+                for origin, half in o:
+                    add(origin, half)
         else:
             unknown = True
-    return dtypes, unknown, origin
+    return dtypes, unknown, origins

@@ -109,7 +109,7 @@ class Value:
 
     def with_unknown(self) -> "Value":
         """This value joined with an unknown one (evidence kept)."""
-        return Union(frozenset((self, UNKNOWN)))
+        return union_of((self, UNKNOWN))
 
 
 class _Unknown(Value):
@@ -346,9 +346,18 @@ class DictVal(Value):
 
 @dataclass(frozen=True)
 class Union(Value):
-    """Values of different kinds (at most :data:`UNION_LIMIT`)."""
+    """Values of different kinds (at most :data:`UNION_LIMIT`). Equal as sets; iterated (``ordered``)
+    in the order the members joined, so that "the first evidence" is the same in every run (a
+    frozenset's order follows string hashes and ids, which change from run to run)."""
 
     options: FrozenSet[Value] = field(default_factory=frozenset)
+    ordered: Tuple[Value, ...] = field(default=(), compare=False, hash=False, repr=False)
+
+
+def union_of(members: Iterable[Value]) -> Union:
+    """A Union of ``members`` (distinct, at least two) in their order."""
+    ordered = tuple(dict.fromkeys(members))
+    return Union(frozenset(ordered), ordered)
 
 
 UNION_LIMIT = 6
@@ -395,7 +404,7 @@ STR = Scalar("str")
 
 # -- join ----------------------------------------------------------------------------------------
 def options(value: Value) -> Tuple[Value, ...]:
-    return tuple(value.options) if isinstance(value, Union) else (value,)
+    return (value.ordered or tuple(value.options)) if isinstance(value, Union) else (value,)
 
 
 def join(a: Optional[Value], b: Optional[Value]) -> Value:
@@ -405,9 +414,9 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
     if b is None or a is b or a == b:
         return a
     if a is UNKNOWN:
-        return b.with_unknown() if not isinstance(b, Union) else _union(b.options | {UNKNOWN})
+        return b.with_unknown() if not isinstance(b, Union) else _union(options(b) + (UNKNOWN,))
     if b is UNKNOWN:
-        return a.with_unknown() if not isinstance(a, Union) else _union(a.options | {UNKNOWN})
+        return a.with_unknown() if not isinstance(a, Union) else _union(options(a) + (UNKNOWN,))
     ta, tb = type(a), type(b)
     if ta is tb and ta is not Union:
         merged = _join_same(a, b)
@@ -434,7 +443,7 @@ def _union(values: Iterable[Value]) -> Value:
     if len(members) > UNION_LIMIT:
         tensors = [m for m in members if isinstance(m, Tensor)]
         return tensors[0].with_unknown() if len(tensors) == 1 else UNKNOWN
-    return Union(frozenset(members))
+    return union_of(members)
 
 
 def _join_same(a: Value, b: Value) -> Optional[Value]:
@@ -522,7 +531,7 @@ def with_condition(value: Value, condition: str) -> Value:
     if isinstance(value, (Autocast, DType)) and value.origin is not None and value.origin.condition is None:
         return replace(value, origin=replace(value.origin, condition=condition))
     if isinstance(value, Union):
-        return Union(frozenset(with_condition(v, condition) for v in value.options))
+        return union_of(with_condition(v, condition) for v in options(value))
     return value
 
 
@@ -538,7 +547,7 @@ def without_condition(value: Value, condition: str) -> Value:
         cast = value.cast & ~HALF
         return replace(value, cast=cast, cast_unknown=value.cast_unknown or not cast, origin=None)
     if isinstance(value, Union):
-        return _union(without_condition(v, condition) for v in value.options)
+        return _union(without_condition(v, condition) for v in options(value))
     if isinstance(value, Seq):
         return Seq(tuple(without_condition(v, condition) for v in value.items))
     return value
@@ -550,7 +559,7 @@ def tensor_dtypes(value: Value) -> Tuple[int, bool]:
         return value.dtypes, value.unknown
     if isinstance(value, Union):
         dt, unknown = 0, False
-        for option in value.options:
+        for option in options(value):
             d, u = tensor_dtypes(option)
             dt |= d
             unknown = unknown or u
