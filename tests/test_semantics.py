@@ -232,6 +232,41 @@ def test_an_else_branch_cast_holds_when_the_test_is_false(tmp_path: Path) -> Non
     assert "(when `not args.train_encoder`)" in because
 
 
+_ONE_PATH_AUTOCAST = """
+import torch
+
+def epoch(model, criterion, loader, optimizer, use_amp=False):
+    for x, y in loader:
+        if use_amp:
+            with torch.autocast("cuda", dtype=torch.float16):
+                loss = criterion(model(x), y)
+        else:
+            loss = criterion(model(x), y)
+        BACKWARD
+        optimizer.step()
+
+model = torch.nn.Linear(4, 4).cuda()
+epoch(model, torch.nn.functional.mse_loss, [], torch.optim.SGD(model.parameters(), lr=0.1), use_amp=True)
+"""
+
+
+@pytest.mark.parametrize("backward, expected", [
+    ("if use_amp:\n            pass\n        else:\n            loss.backward()", None),  # the fp32 path only
+    ("loss.backward()", "(when `use_amp`)"),  # both paths: half when use_amp
+])
+def test_a_loss_under_autocast_on_one_path_is_conditional(tmp_path: Path, backward: str, expected) -> None:
+    """``if use_amp: with autocast(): loss = ...``: a backward in the ``else`` of ``if use_amp:`` is not an
+    fp16 one (AMP102 stays silent), and one after the join says when it is."""
+    (tmp_path / "train.py").write_text(_ONE_PATH_AUTOCAST.replace("BACKWARD", backward))
+    run = subprocess.run([sys.executable, "-m", "amp_lint", "check", "--isolated", "--no-cache", "--select", "AMP102",
+                          "--output-format", "concise", "train.py"], cwd=tmp_path, capture_output=True, text=True)
+    lines = [line for line in run.stdout.splitlines() if "AMP102" in line]
+    if expected is None:
+        assert lines == []
+    else:
+        assert len(lines) == 1 and lines[0].endswith(expected)
+
+
 def test_loops_reach_a_fixpoint(tmp_path: Path) -> None:
     code = """
     import torch

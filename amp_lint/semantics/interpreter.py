@@ -1511,11 +1511,20 @@ def _half_side(a: Value, b: Value) -> int:
             wide |= bits_ & ~HALF & FLOATS
         return half, wide
 
+    def half_graph(v: Value) -> bool:
+        return any(isinstance(o, Tensor) and o.graph & HALF for o in options(v))
+
     half_a, wide_a = dtypes(a)
     half_b, wide_b = dtypes(b)
     if half_a and not half_b and wide_b:
         return 1
     if half_b and not half_a and wide_a:
+        return 2
+    # a loss computed under autocast on one path only (``if use_amp: with autocast(): loss = ...``)
+    graph_a, graph_b = half_graph(a), half_graph(b)
+    if graph_a and not graph_b and not half_b:
+        return 1
+    if graph_b and not graph_a and not half_a:
         return 2
     return 0
 
