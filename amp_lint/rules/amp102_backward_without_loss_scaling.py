@@ -138,7 +138,9 @@ class BackwardWithoutLossScaling(Rule):
             context = "AUTOCAST_FP16" if autocast else "PURE_FP16"
             fix, reason = migration_plan(self.ctx, step, "Route backward/step through a torch.amp.GradScaler",
                                          remove_casts=bool(pure))
-            message = (f"`.backward()` on a float16 loss ({context}) without loss scaling: small gradients flush to "
+            # under autocast the loss itself is often float32 (cross_entropy): its gradients are not
+            what = "through float16 autocast ops" if autocast else "on a float16 loss"
+            message = (f"`.backward()` {what} ({context}) without loss scaling: small gradients flush to "
                        "zero; use `torch.amp.GradScaler`")
             condition = next((t.origin.condition for t in tensors if t.origin is not None and t.origin.condition),
                              None)
