@@ -10,6 +10,7 @@ from amp_lint.rules._migration import Migration
 from amp_lint.semantics.training import TrainingModel, TrainingStep
 from amp_lint.semantics.values import UNKNOWN, Coll, Obj, Seq, Tensor, Value, element, options
 
+
 def training_model(ctx: CheckContext) -> TrainingModel:
     """The file's training model, built once per check and shared by the rules."""
     model = getattr(ctx, "_training_model", None)

@@ -1087,7 +1087,7 @@ class Interpreter:
         for arg in node.args:
             if isinstance(arg, ast.Starred):
                 value = self.ev(arg.value, frame)
-                args.append(_Star(value))  # type: ignore[arg-type]
+                args.append(Star(value))  # type: ignore[arg-type]
             else:
                 args.append(self.ev(arg, frame))
         kwargs: Dict[str, Value] = {}
@@ -1117,7 +1117,7 @@ class Interpreter:
              node: Optional[ast.AST]) -> Value:
         if isinstance(callee, (ClassVal, Ext, FuncVal)) and torch_api.keeps_master_weights(callee):
             for value in list(args) + list(kwargs.values()):
-                for option in options(value.value if isinstance(value, _Star) else value):
+                for option in options(value.value if isinstance(value, Star) else value):
                     site = option.get("site") if isinstance(option, Obj) and option.kind == "optimizer" else None
                     if isinstance(site, Scalar) and site.value:
                         self.master_wrapped.add(site.value)
@@ -1193,7 +1193,7 @@ class Interpreter:
         names = [s.target.id for s in info.node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
         for i, name in enumerate(names):
             value = kwargs.get(name) if name in kwargs else (args[i] if i < len(args) else None)
-            if value is not None and not isinstance(value, _Star):
+            if value is not None and not isinstance(value, Star):
                 old = info.fields.get(name)
                 info.fields[name] = value if old is None else join(old, value)
 
@@ -1293,9 +1293,6 @@ class Interpreter:
         return summary
 
 
-_Star = Star
-
-
 class _ClassNamespace(dict):
     """A class body's namespace: reads fall back to the module globals."""
 
@@ -1322,7 +1319,7 @@ def bind_arguments(node: ast.AST, bound: Optional[Value], args: List[Value], kwa
     unknown_rest = False
     flat: List[Value] = []
     for value in values:
-        if isinstance(value, _Star):
+        if isinstance(value, Star):
             inner = value.value
             if isinstance(inner, Seq):
                 flat.extend(inner.items)

@@ -525,7 +525,6 @@ def module_method(interp: "Interpreter", frame: "Frame", module: Module, name: s
             result = module.cast_to(target.dtypes & FLOATS, target.origin if target.dtypes & HALF and target.origin
                                     and target.origin.condition else _origin(frame, node, "module_cast"))
             if target.origin is not None and target.origin.condition and result.origin is not None:
-
                 result = replace(result, origin=replace(result.origin, condition=target.origin.condition))
             if target.unknown:
                 result = result.with_unknown()
@@ -650,22 +649,30 @@ def call_torch_module(interp: "Interpreter", frame: "Frame", module: Module, arg
 def params_tensor(parameters: Obj) -> Value:
     """What iterating ``model.parameters()`` yields."""
     tensor: Optional[Value] = None
-    buffers = parameters.get("buffers")
-    param = not (isinstance(buffers, Scalar) and buffers.value)
-    for module in options(parameters.get("module") or UNKNOWN):
-        if not isinstance(module, Module):
-            tensor = join(tensor, Tensor(0, True, param=param))
-            continue
-        if module.master and param:  # FSDP mixed precision, an engine: the optimizer sees fp32 masters
-            tensor = join(tensor, Tensor(F32, False, param=True))
-            continue
-        tensor = join(tensor, Tensor(module.cast & FLOATS if module.cast else 0, module.cast_unknown or not module.cast,
-                                     module.origin if module.cast & HALF else None, param=param))
+    for one in _params_per_module(parameters):
+        tensor = join(tensor, one)
     assert tensor is not None
     named = parameters.get("named")
     if isinstance(named, Scalar) and named.value:
         return Seq((Scalar("str"), tensor))
     return tensor
+
+
+def _params_per_module(parameters: Obj) -> List[Tensor]:
+    """The parameter tensor of each module ``parameters`` may come from (a model built on either
+    branch has two, each with its own cast)."""
+    buffers = parameters.get("buffers")
+    param = not (isinstance(buffers, Scalar) and buffers.value)
+    out = []
+    for module in options(parameters.get("module") or UNKNOWN):
+        if not isinstance(module, Module):
+            out.append(Tensor(0, True, param=param))
+        elif module.master and param:  # FSDP mixed precision, an engine: the optimizer sees fp32 masters
+            out.append(Tensor(F32, False, param=True))
+        else:
+            out.append(Tensor(module.cast & FLOATS if module.cast else 0, module.cast_unknown or not module.cast,
+                              module.origin if module.cast & HALF else None, param=param))
+    return out
 
 
 # -- torch functions and library calls -----------------------------------------------------------
@@ -1377,9 +1384,7 @@ def _param_facts(value: Value) -> Tuple[int, bool, List[Tuple[Origin, bool]]]:
 
     for option in options(value):
         if isinstance(option, Obj) and option.kind == "parameters":
-            t = params_tensor(option)
-            t = t.items[1] if isinstance(t, Seq) else t
-            if isinstance(t, Tensor):
+            for t in _params_per_module(option):  # each module's cast, not one joined origin
                 tensor(t)
         elif isinstance(option, Tensor):
             tensor(option)
