@@ -27,7 +27,7 @@ from typing import Any, Dict, Iterable, Optional, Tuple
 
 CACHE_DIR_NAME = ".amp_lint_cache"
 STALE_DAYS = 30
-FORMAT = 1
+FORMAT = 2  # 2: FileReport moved to amp_lint.findings
 _MAGIC = b"amp-lint-cache\x00"
 _CACHEDIR_TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
@@ -62,11 +62,18 @@ def _package_fingerprint() -> str:
 
 
 def _libcst_version() -> str:
+    """libcst's version, read without importing libcst (a run the cache answers never loads it)."""
+    import importlib.util
+    import re
+
     try:
-        from libcst._version import __version__ as version  # type: ignore[import]
-    except Exception:  # pragma: no cover - layout of other libcst versions
+        spec = importlib.util.find_spec("libcst")
+        folder = os.path.dirname(spec.origin)  # type: ignore[union-attr, arg-type]
+        with open(os.path.join(folder, "_version.py"), encoding="utf-8") as handle:
+            found = re.search(r"""version\s*=\s*['"]([^'"]+)['"]""", handle.read())
+    except (OSError, AttributeError, TypeError, ValueError, ImportError):  # pragma: no cover - other layouts
         return "unknown"
-    return str(version)
+    return found.group(1) if found else "unknown"
 
 
 def _secret() -> Optional[bytes]:

@@ -18,7 +18,7 @@ from amp_lint import OUTPUT_FORMATS, __version__
 
 if TYPE_CHECKING:
     from amp_lint.config import Settings
-    from amp_lint.engine.linter import FileReport
+    from amp_lint.findings import FileReport
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 NO_FILES_WARNING = "No Python files found under the given path(s)"
@@ -268,7 +268,9 @@ def _want_edits(fmt: str, show_fixes: bool) -> bool:
 def _render(findings: list, fmt: str, settings: "Settings", *, show_fixes: bool) -> str:
     from amp_lint.reporters import render
 
-    return render(findings, fmt, unsafe_fixes=settings.unsafe_fixes, show_fixes=show_fixes, rules=rule_metadata(),
+    # only SARIF describes the rules (importing them loads the engine, which a cached run skips)
+    rules = rule_metadata() if fmt == "sarif" else None
+    return render(findings, fmt, unsafe_fixes=settings.unsafe_fixes, show_fixes=show_fixes, rules=rules,
                   tool_version=__version__, root=settings.project_root)
 
 
@@ -329,7 +331,7 @@ def _add_noqa(reports: List[FileReport], *, had_errors: bool, quiet: bool) -> in
     """Write ``# noqa`` directives for every finding of ``reports`` (except syntax errors)."""
     from amp_lint.add_noqa import add_noqa
     from amp_lint.discovery import PYTHON_SUFFIXES
-    from amp_lint.engine.linter import SYNTAX_ERROR_CODE
+    from amp_lint.data.catalog import SYNTAX_ERROR_CODE
     from amp_lint.source import SourceError, read_source, write_atomic
 
     added = 0
@@ -369,7 +371,7 @@ def _settings_text(settings: "Settings", config_path: Optional[Path], selection,
     from amp_lint.cache import CACHE_DIR_NAME
 
     first = stdin_filename if paths == ["-"] and stdin_filename else paths[0]
-    from amp_lint.engine.linter import SYNTAX_ERROR_CODE
+    from amp_lint.data.catalog import SYNTAX_ERROR_CODE
 
     enabled = ([SYNTAX_ERROR_CODE] if selection.syntax_errors else []) + [rule.code for rule in selection.rules]
 
@@ -450,7 +452,7 @@ def rule_command(code: Optional[str], show_all: bool, output_format: str) -> Non
 
     from amp_lint.data.catalog import CATALOG_BY_CODE
     from amp_lint.docs import SYNTAX_ERROR_PAGE
-    from amp_lint.engine.linter import SYNTAX_ERROR_CODE, SYNTAX_ERROR_NAME
+    from amp_lint.data.catalog import SYNTAX_ERROR_CODE, SYNTAX_ERROR_NAME
     from amp_lint.rules import ALL_RULES, RESERVED_CODES, rule_for
 
     if show_all == bool(code):

@@ -125,12 +125,9 @@ def enabled_codes(
 
 def _known_codes() -> Tuple[Dict[str, bool], Tuple[str, ...]]:
     """(code -> enabled by default, reserved codes) of the rule registry."""
-    from amp_lint.engine.linter import SYNTAX_ERROR_CODE
-    from amp_lint.rules import ALL_RULES, RESERVED_CODES
+    from amp_lint.data.catalog import ON_BY_DEFAULT, RESERVED_CODES
 
-    known = {SYNTAX_ERROR_CODE: True}
-    known.update({rule.code: rule.default_enabled for rule in ALL_RULES})
-    return known, tuple(RESERVED_CODES)
+    return dict(ON_BY_DEFAULT), RESERVED_CODES
 
 
 def reserved_selector_warnings(selectors: Iterable[str]) -> List[str]:

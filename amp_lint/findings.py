@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
+
+if TYPE_CHECKING:
+    from amp_lint.source import SourceFile
 
 
 class Severity(str, Enum):
@@ -116,3 +119,17 @@ class Finding:
 
     def sort_key(self) -> tuple:
         return (self.filename, self.cell or 0, self.location.row, self.location.column, self.code)
+
+
+@dataclass
+class FileReport:
+    """The outcome for one file (what the cache keeps, minus ``source``)."""
+
+    path: str
+    findings: List[Finding] = field(default_factory=list)
+    error: Optional[str] = None
+    fixed: int = 0
+    new_text: Optional[str] = None
+    source: Optional["SourceFile"] = None
+    #: something the user should know that is not an error (fixes that did not converge)
+    warning: Optional[str] = None

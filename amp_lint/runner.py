@@ -23,17 +23,18 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Type
+from typing import TYPE_CHECKING, Any, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple, Type
 
 from amp_lint.cache import Cache, content_digest
 from amp_lint.config import Settings, enabled_codes, ignored_for_path
-from amp_lint.engine.linter import (
-    MAX_FIX_ROUNDS, SYNTAX_ERROR_CODE, FileReport, ParsedFile, fix_files, lint_files,
-)
-from amp_lint.findings import Finding
-from amp_lint.rules import ALL_RULES, RESERVED_CODES
-from amp_lint.rules.base import Rule
+from amp_lint.data.catalog import ON_BY_DEFAULT, RESERVED_CODES, SYNTAX_ERROR_CODE
+from amp_lint.findings import FileReport, Finding
 from amp_lint.source import SourceError, SourceFile, decode_source, write_atomic
+
+if TYPE_CHECKING:  # the engine (LibCST, the analysis, the rules) loads only when a file is analysed:
+    # a run the cache answers whole never imports it
+    from amp_lint.engine.linter import ParsedFile
+    from amp_lint.rules.base import Rule
 
 
 @dataclass
@@ -52,28 +53,36 @@ class RunOptions:
         return self.fix or self.diff
 
 
-@dataclass
 class Selection:
-    """The enabled rule classes, and per-file ignores applied on top."""
+    """The enabled rules, and per-file ignores applied on top. The rule classes are imported on
+    first use: the codes come from the catalog."""
 
-    settings: Settings
-    rules: List[Type[Rule]] = field(default_factory=list)
-    syntax_errors: bool = True
+    def __init__(self, settings: Settings, rules: "Optional[List[Type[Rule]]]" = None, syntax_errors: bool = True,
+                 codes: Optional[FrozenSet[str]] = None) -> None:
+        self.settings = settings
+        self.syntax_errors = syntax_errors
+        self._rules = rules
+        self.codes = frozenset(r.code for r in rules) if rules is not None else (codes or frozenset())
 
     @classmethod
     def from_settings(cls, settings: Settings) -> "Selection":
-        known = {SYNTAX_ERROR_CODE: True}
-        known.update({rule.code: rule.default_enabled for rule in ALL_RULES})
-        codes = set(enabled_codes(known, settings.select, settings.extend_select, settings.ignore, RESERVED_CODES))
-        rules = [r for r in ALL_RULES if r.code in codes and (settings.preview or not r.preview)]
-        return cls(settings, rules, SYNTAX_ERROR_CODE in codes)
+        codes = set(enabled_codes({SYNTAX_ERROR_CODE: True, **ON_BY_DEFAULT}, settings.select,
+                                  settings.extend_select, settings.ignore, RESERVED_CODES))
+        return cls(settings, None, SYNTAX_ERROR_CODE in codes, frozenset(codes - {SYNTAX_ERROR_CODE}))
+
+    @property
+    def rules(self) -> "List[Type[Rule]]":
+        if self._rules is None:
+            from amp_lint.rules import ALL_RULES
+
+            self._rules = [r for r in ALL_RULES if r.code in self.codes and (self.settings.preview or not r.preview)]
+        return self._rules
 
     def for_path(self, relpath: str) -> "tuple[List[Type[Rule]], bool]":
         ignored = ignored_for_path(self.settings, relpath)
         if not ignored:
             return self.rules, self.syntax_errors
-        known = {SYNTAX_ERROR_CODE: True}
-        known.update({rule.code: True for rule in ALL_RULES})
+        known = {SYNTAX_ERROR_CODE: True, **{code: True for code in ON_BY_DEFAULT}}
         off = set(enabled_codes(known, ["ALL"], [], [], RESERVED_CODES)) - set(
             enabled_codes(known, ["ALL"], [], ignored, RESERVED_CODES)
         )
@@ -119,7 +128,9 @@ class _Input:
         self.data = None
 
 
-def _parse(source: SourceFile, relpath: str, selection: Selection) -> ParsedFile:
+def _parse(source: SourceFile, relpath: str, selection: Selection) -> "ParsedFile":
+    from amp_lint.engine.linter import ParsedFile
+
     rules, syntax = selection.for_path(relative_to_root(source.path, selection.settings.project_root))
     return ParsedFile.parse(source.path, relpath, source.text, rules, syntax)
 
@@ -190,6 +201,8 @@ def _fewer_collections() -> Iterator[None]:
 
 def _analyse_and_report(inputs: List["_Input"], selection: Selection, options: RunOptions,
                         cache: Optional[Cache], project: str, root: str) -> None:
+    from amp_lint.engine.linter import fix_files, lint_files
+
     settings = selection.settings
     for item in inputs:
         item.decode()
@@ -240,6 +253,8 @@ def _analyse_and_report(inputs: List["_Input"], selection: Selection, options: R
 
 def not_converged_warning() -> str:
     """The warning for a file whose fixes still changed it when the rounds ran out."""
+    from amp_lint.engine.linter import MAX_FIX_ROUNDS
+
     return (f"fixes did not converge in {MAX_FIX_ROUNDS} rounds; running `amp-lint fix` again would "
             "change the file further")
 
@@ -293,6 +308,8 @@ def _project_digest(inputs: Sequence[_Input], root: str) -> str:
 
 def process_source(source: SourceFile, selection: Selection, options: RunOptions) -> FileReport:
     """Check (and fix, if asked) one decoded source on its own; writes nothing."""
+    from amp_lint.engine.linter import ParsedFile, fix_files, lint_files
+
     settings = selection.settings
     relpath = relative_to_root(source.path, settings.project_root)
     rules, syntax = selection.for_path(relpath)

@@ -4,6 +4,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import List
 
@@ -13,6 +15,7 @@ from click.testing import CliRunner
 import amp_lint
 from amp_lint import cache as cache_mod
 from amp_lint import runner
+from amp_lint.engine import linter
 from amp_lint.cli import main
 from amp_lint.config import Settings
 from amp_lint.discovery import discover
@@ -53,8 +56,8 @@ class _Spy(list):
 @pytest.fixture
 def analysed(monkeypatch) -> List[str]:
     seen = _Spy()
-    real_parse = runner.ParsedFile.parse.__func__
-    real_lint = runner.lint_files
+    real_parse = linter.ParsedFile.parse.__func__
+    real_lint = linter.lint_files
 
     def parse(cls, path, *args, **kwargs):
         seen.append(path)
@@ -64,8 +67,8 @@ def analysed(monkeypatch) -> List[str]:
         seen.runs += 1
         return real_lint(*args, **kwargs)
 
-    monkeypatch.setattr(runner.ParsedFile, "parse", classmethod(parse))
-    monkeypatch.setattr(runner, "lint_files", lint)
+    monkeypatch.setattr(linter.ParsedFile, "parse", classmethod(parse))
+    monkeypatch.setattr(linter, "lint_files", lint)
     return seen
 
 
@@ -272,6 +275,22 @@ def test_cli_output_same_warm_and_cold(project):
     plain = cli.invoke(main, args + ["--no-cache"])
     assert cold.exit_code == warm.exit_code == plain.exit_code == 1
     assert cold.stdout == warm.stdout == plain.stdout
+
+
+def test_cached_run_never_loads_the_engine(project):
+    """An unchanged tree is answered without importing LibCST, the analysis or the rules (most of
+    a warm run's time used to be those imports)."""
+    probe = ("import sys\n"
+             "from amp_lint.cli import main\n"
+             "try:\n    main(['check', '--isolated', '.'])\n"
+             "except SystemExit as exit:\n    code = exit.code\n"
+             "heavy = sorted(m for m in sys.modules if m == 'libcst' or m.startswith(('amp_lint.engine', 'amp_lint.rules', 'amp_lint.semantics')))\n"
+             "print(code, heavy)\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(amp_lint.__file__).resolve().parents[1])}
+    cold = subprocess.run([sys.executable, "-c", probe], cwd=project, env=env, capture_output=True, text=True)
+    warm = subprocess.run([sys.executable, "-c", probe], cwd=project, env=env, capture_output=True, text=True)
+    assert cold.stdout.strip().splitlines()[-1].startswith("1 ['amp_lint.engine")
+    assert warm.stdout.strip().splitlines()[-1] == "1 []"
 
 
 def test_stale_index_files_are_pruned(project):

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from amp_lint import runner
+from amp_lint.engine import linter
 from amp_lint.cli import main
 from amp_lint.project_scope import find_project_root, project_scope
 
@@ -36,13 +37,13 @@ def project(tmp_path: Path, monkeypatch) -> Path:
 def parsed(monkeypatch) -> List[str]:
     """The files the runner parses (none when the reports come from the cache)."""
     seen: List[str] = []
-    real = runner.ParsedFile.parse.__func__
+    real = linter.ParsedFile.parse.__func__
 
     def parse(cls, path, *args, **kwargs):
         seen.append(path)
         return real(cls, path, *args, **kwargs)
 
-    monkeypatch.setattr(runner.ParsedFile, "parse", classmethod(parse))
+    monkeypatch.setattr(linter.ParsedFile, "parse", classmethod(parse))
     return seen
 
 

@@ -29,6 +29,9 @@ class CatalogEntry:
     anchor: Optional[str] = None
     #: True for a planned rule that is not implemented yet
     reserved: bool = False
+    #: False for an opinionated rule that runs only when selected by its code (as ruff keeps them
+    #: out of its defaults); the rule classes read this, so a selection needs no rule imported
+    on_by_default: bool = True
 
 
 _BACKWARD = r"\.backward\(.*\)$"
@@ -37,7 +40,7 @@ CATALOG: Tuple[CatalogEntry, ...] = (
     CatalogEntry("AMP000", "syntax-error", "error", "none", "the position of the parse error"),
     # -- training loops and loss scaling
     CatalogEntry("AMP001", "fp32-training-loop", "migration", "unsafe",
-                 "the loop's `.backward()` call, once per loop", _BACKWARD),
+                 "the loop's `.backward()` call, once per loop", _BACKWARD, on_by_default=False),
     CatalogEntry("AMP101", "half-model-training", "error", "unsafe",
                  "the call that casts the model (`.half()`, `.to(torch.float16)`, `from_pretrained(torch_dtype=...)`)",
                  r"\.(half|bfloat16|to)\(.*\)$|from_pretrained\("),
@@ -105,3 +108,12 @@ CATALOG: Tuple[CatalogEntry, ...] = (
 )
 
 CATALOG_BY_CODE: Dict[str, CatalogEntry] = {entry.code: entry for entry in CATALOG}
+
+SYNTAX_ERROR_CODE = "AMP000"
+SYNTAX_ERROR_NAME = CATALOG_BY_CODE[SYNTAX_ERROR_CODE].name
+
+#: Codes planned and not implemented yet (selecting them is allowed).
+RESERVED_CODES: Tuple[str, ...] = tuple(entry.code for entry in CATALOG if entry.reserved)
+
+#: Implemented code -> on by default: all a selection needs, without importing a rule.
+ON_BY_DEFAULT: Dict[str, bool] = {entry.code: entry.on_by_default for entry in CATALOG if not entry.reserved}

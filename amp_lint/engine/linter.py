@@ -25,29 +25,14 @@ from amp_lint.engine.checker import CheckContext, RawFinding, node_range, walk
 from amp_lint.engine.fixes import CstFix, apply_fixes, choose_compatible, local_edits, text_edit
 from amp_lint.engine.fixing import FixContext, FixPlan
 from amp_lint.engine.noqa import Suppressions, parse_suppressions
-from amp_lint.findings import Applicability, Edit, Finding, Fix, Location, Related, Severity
+from amp_lint.data.catalog import SYNTAX_ERROR_CODE, SYNTAX_ERROR_NAME
+from amp_lint.findings import Applicability, Edit, FileReport, Finding, Fix, Location, Related, Severity
 from amp_lint.semantics.facts import Facts
 from amp_lint.semantics.interpreter import DEBUG, Interpreter
 from amp_lint.semantics.program import SourceModule, extra_roots
 from amp_lint.source import SourceFile
 
 MAX_FIX_ROUNDS = 10
-SYNTAX_ERROR_CODE = "AMP000"
-SYNTAX_ERROR_NAME = "syntax-error"
-
-
-@dataclass
-class FileReport:
-    """The outcome for one file."""
-
-    path: str
-    findings: List[Finding] = field(default_factory=list)
-    error: Optional[str] = None
-    fixed: int = 0
-    new_text: Optional[str] = None
-    source: Optional[SourceFile] = None
-    #: something the user should know that is not an error (fixes that did not converge)
-    warning: Optional[str] = None
 
 
 @dataclass(eq=False)

@@ -5,13 +5,11 @@ import importlib
 import pkgutil
 from typing import Dict, List, Type
 
+from amp_lint.data.catalog import RESERVED_CODES
 from amp_lint.rules.base import Rule
 
-#: Codes in the catalog that are reserved for rules not implemented yet (selecting them is allowed).
-RESERVED_CODES = (
-    "AMP105", "AMP107", "AMP108", "AMP109", "AMP110", "AMP205", "AMP206", "AMP207", "AMP208",
-    "AMP209", "AMP210", "AMP211", "AMP213", "AMP215", "AMP304", "AMP403", "AMP503",
-)
+__all__ = ["ALL_RULES", "RESERVED_CODES", "RULES_BY_CODE", "rule_for"]
+
 
 
 def _load() -> List[Type[Rule]]:

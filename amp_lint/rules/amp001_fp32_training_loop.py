@@ -18,7 +18,6 @@ class Fp32TrainingLoop(Rule):
     summary = "Training loop without mixed precision"
     fix_applicability = Applicability.UNSAFE
     tokens = ("backward",)
-    default_enabled = False
     docs = """
     ## What it does
     Finds training loops (a loss's `.backward()` and an optimizer's `step()` after it, in a

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, Optional, Tuple
 
 import ast
 
+from amp_lint.data.catalog import CATALOG_BY_CODE
 from amp_lint.engine.checker import RawFinding
 from amp_lint.findings import Applicability, Severity
 from amp_lint.semantics.facts import Evidence, Observation
@@ -68,6 +69,7 @@ class Rule:
     fix_applicability: ClassVar[Optional[Applicability]] = None
     #: Prefilter: the rule can only fire in a file containing one of these substrings.
     tokens: ClassVar[Tuple[str, ...]] = ()
+    #: From the catalog's ``on_by_default`` (set for each rule class as it is defined).
     default_enabled: ClassVar[bool] = True
     #: A preview rule runs only in preview mode (``--preview`` / ``preview = true``), as in ruff.
     preview: ClassVar[bool] = False
@@ -76,6 +78,12 @@ class Rule:
     skips_test_files: ClassVar[bool] = False
     VALID: ClassVar[List[Valid]] = []
     INVALID: ClassVar[List[Invalid]] = []
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        entry = CATALOG_BY_CODE.get(cls.__dict__.get("code", ""))
+        if entry is not None:
+            cls.default_enabled = entry.on_by_default
 
     def __init__(self, ctx: "CheckContext") -> None:
         self.ctx = ctx
