@@ -23,6 +23,10 @@ KNOWN_MISSES = {
     ("AMP203", "AMP302/pos_sqrt_var_plus_1e12.py", 14),
     ("AMP302", "AMP302/pos_sqrt_var_plus_1e12.py", 15),
     ("AMP204", "AMP204/pos_handwritten_softmax.py", 13),
+    # AMP204 needs a value a learned layer or parameter produced (evidence that it can be large):
+    # on real code, exp/pow of noise levels and timesteps were most of its false alarms. Random
+    # draws scaled up by hand are the price.
+    ("AMP204", "AMP204/pos_explicit_half_tensor_exp.py", 5),
 }
 
 

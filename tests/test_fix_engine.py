@@ -194,7 +194,9 @@ def test_rounds_that_cannot_converge_say_so() -> None:
 def _nest(depth: int, func: str, inner: str = "x") -> str:
     for _ in range(depth):
         inner = f"{func}({inner})"
-    return f'import torch\nimport torch.nn.functional as F\n\nx = torch.randn(8, device="cuda").half()\ny = {inner}\n'
+    # a learned value (a layer's output): AMP204 needs evidence that it can be large
+    return (f'import torch\nimport torch.nn.functional as F\n\n'
+            f'x = torch.nn.Linear(8, 8).cuda().half()(torch.randn(8, device="cuda").half())\ny = {inner}\n')
 
 
 def _fix(path: Path) -> subprocess.CompletedProcess:

@@ -38,7 +38,8 @@ def _code(source, outputs=()):
     return {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": list(outputs), "source": source}
 
 
-HALF = ["import torch\n", "x = torch.randn(4, device=\"cuda\").half()\n"]
+# a layer's output in half: AMP204 needs a learned value
+HALF = ["import torch\n", "x = torch.nn.Linear(4, 4).cuda().half()(torch.randn(4, device=\"cuda\").half())\n"]
 
 
 def test_cross_cell_findings_in_cells(notebook: Path) -> None:
@@ -101,7 +102,7 @@ def test_layout_is_kept(tmp_path: Path, monkeypatch, dump) -> None:
 def test_magics_are_masked_and_restored(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     source = ["import torch\n", "%load_ext autoreload\n", "files = !ls \\\n", "   -la\n", "if True:\n",
-              "    !echo hi\n", "    x = torch.randn(4).half()\n", "torch.exp?\n", "y = torch.exp(x)"]
+              "    !echo hi\n", "    x = torch.nn.Linear(4, 4).half()(torch.randn(4).half())\n", "torch.exp?\n", "y = torch.exp(x)"]
     Path("nb.ipynb").write_text(_notebook([_code(source)], indent=1))
     notebook = decode_notebook("nb.ipynb", Path("nb.ipynb").read_bytes())
     compile(notebook.text, "nb", "exec")  # the masked module parses

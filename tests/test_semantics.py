@@ -246,7 +246,8 @@ def epoch(model, criterion, loader, optimizer, use_amp=False):
         optimizer.step()
 
 model = torch.nn.Linear(4, 4).cuda()
-epoch(model, torch.nn.functional.mse_loss, [], torch.optim.SGD(model.parameters(), lr=0.1), use_amp=True)
+epoch(model, torch.nn.functional.mse_loss, [], torch.optim.SGD(model.parameters(), lr=0.1),
+      use_amp=torch.cuda.is_available())
 """
 
 
@@ -455,3 +456,25 @@ def test_findings_do_not_depend_on_the_hash_seed():
         assert run.returncode == 0, run.stderr
         outputs.add(run.stdout)
     assert len(outputs) == 1 and "AMP101" in outputs.pop()
+
+
+# -- branches behind constants ---------------------------------------------------------------------
+def test_branch_behind_a_constant_flag_is_not_taken(tmp_path: Path) -> None:
+    """A module constant, or a constant every caller of this context passes, decides the branch;
+    a default nobody passed and an outside flag do not."""
+    code = """
+    import sys
+    import torch
+    EXPORT_HALF = False
+    def project(x, halve, fallback=False):
+        if EXPORT_HALF:
+            x = x.half()
+        if halve:
+            x = x.bfloat16()
+        if fallback:
+            x = x.double()
+        return x  # <-
+    project(torch.randn(3), False)
+    project(torch.randn(3), len(sys.argv) > 1)
+    """
+    assert one(tmp_path, code, "# <-", "x") == ["tensor float32 or float64", "tensor bfloat16 or float32 or float64"]

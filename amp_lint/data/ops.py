@@ -98,6 +98,33 @@ SOFTMAX_OPS = frozenset({"softmax", "log_softmax", "softmin"})
 EXP_OPS = frozenset({"exp", "expm1", "exp2", "cosh", "sinh"})
 POWER_OPS = frozenset({"pow", "square"})
 
+#: Ops whose output is a learned activation (AMP204's evidence that a value can be large): products
+#: with weights (GEMMs, convolutions, attention), embedding lookups, spectra; any op on a parameter
+#: counts too. What only rescales or
+#: shifts a value keeps its flag; the bounded ops below clear it.
+LEARNED_OPS = frozenset({
+    "matmul", "__matmul__", "mm", "bmm", "baddbmm", "addmm", "addbmm", "linear", "bilinear", "conv1d", "conv2d",
+    "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "conv_tbc", "einsum", "mv", "addmv",
+    "scaled_dot_product_attention", "embedding", "tensordot", "dot", "vecdot",
+    # sums over many input samples (a spectrum of audio is as large as a layer's output)
+    "stft", "fft", "rfft", "fft2", "rfft2", "fftn", "rfftn",
+})
+
+#: Ops whose output is bounded in magnitude whatever their input (|y| <= pi at most): exp or a
+#: square of it cannot overflow float16. (Log-probabilities are <= 0 but not bounded below: AMP204
+#: knows their exp is at most 1 on its own.)
+BOUNDED_OPS = frozenset({
+    "sigmoid", "tanh", "softmax", "softmin", "sin", "cos", "asin", "arcsin",
+    "acos", "arccos", "atan", "arctan", "atan2", "erf", "normalize", "cosine_similarity", "sign", "hardtanh",
+    "relu6", "softsign", "hardsigmoid",
+})
+
+#: torch.nn modules that compute one of the bounded ops.
+BOUNDED_MODULES = frozenset({
+    "Sigmoid", "Tanh", "Softmax", "Softmin", "Hardtanh", "ReLU6", "Softsign",
+    "Hardsigmoid",
+})
+
 #: Ops whose result dtype is the first tensor input's (shape/view/elementwise ops, unlisted).
 #: Anything not in OPS is treated this way, so this set only documents intent.
 

@@ -47,9 +47,14 @@ class OverflowPronePointwiseInFp16(Rule):
     Finds `exp`/`expm1`/`cosh`/`sinh`, `pow`/`**` with an exponent >= 2 and `square` applied to
     float16 values where nothing upcasts them (CUDA autocast runs exp and pow in float32; CPU
     autocast and pure fp16 do not), including the hand-written softmax `exp(x) / exp(x).sum()`.
-    A max-subtracted `exp(x - x.max())` and the exp of log-probabilities
-    (`F.log_softmax(x, -1).exp()`, at most 1) are not reported, nor a square that feeds a reduction
-    (AMP203 reports that one).
+    The operand must come from a learned layer (a matmul, convolution, embedding or model call,
+    through any arithmetic): that is the evidence that its values can be large. Values no layer
+    produced (noise levels, timesteps, random draws) and the outputs of bounded ops (sigmoid, tanh,
+    softmax, sin/cos/arcsin, normalize) are not reported. Nor are operands the code bounds itself:
+    a max-subtracted `exp(x - x.max())` or `exp(x - torch.logsumexp(x, -1))` (directly or through a
+    local name), the exp of log-probabilities (`F.log_softmax(x, -1).exp()`, at most 1), a clamped
+    value whose bound keeps the result finite (`exp(0.5 * logvar.clamp(-30, 20))` is at most e^10),
+    and a square that feeds a reduction (AMP203 reports that one).
 
     ## Why is this bad?
     float16 tops out at 65504: `exp(x)` is `inf` above 11.09, `x**2` above 255.9, `x**3` above
@@ -70,7 +75,7 @@ class OverflowPronePointwiseInFp16(Rule):
     VALID = [
         Valid("""
         import torch
-        x = torch.randn(8).half()
+        x = torch.nn.Linear(8, 8).half()(torch.randn(2, 8).half())
         y = torch.exp(x.float())
         z = torch.exp(x - x.max(dim=-1, keepdim=True).values)
         p = torch.nn.functional.log_softmax(x, dim=-1).exp()
@@ -84,20 +89,48 @@ class OverflowPronePointwiseInFp16(Rule):
         """),
         Valid("""
         import torch
-        x = torch.randn(8).bfloat16()
+        x = torch.nn.Linear(8, 8).bfloat16()(torch.randn(2, 8).bfloat16())
         y = torch.exp(x)
+        """),
+        # values no learned layer produced: noise levels, random draws, bounded activations
+        Valid("""
+        import torch
+        t = torch.rand(16).half()
+        weight = 1 / (1 + (1 - t) ** 2)
+        decay = torch.exp(-4.0 * t)
+        gate = torch.sigmoid(torch.nn.Linear(8, 8).half()(torch.randn(2, 8).half())) ** 2
+        """),
+        # the code bounds the operand below the overflow: clamp, then a constant multiple
+        Valid("""
+        import torch
+        head = torch.nn.Linear(32, 16).half()
+        def sample(h):
+            log_var = head(h).clamp(-20.0, 10.0)
+            return torch.exp(0.5 * log_var)
+        sample(torch.randn(4, 32).half())
+        """),
+        # exp of scores minus their own logsumexp, through a local name
+        Valid("""
+        import torch
+        def attend(q, k):
+            with torch.autocast("cpu", dtype=torch.float16):
+                scores = q @ k.transpose(-1, -2)
+                normaliser = torch.logsumexp(scores, dim=-1, keepdim=True)
+                return torch.exp(scores - normaliser)
         """),
     ]
     INVALID = [
         Invalid(
             """
             import torch
-            logits = torch.randn(4, 8).half() / 0.07
+            proj = torch.nn.Linear(16, 8).half()
+            logits = proj(torch.randn(4, 16).half()) / 0.07
             probs = torch.exp(logits) / torch.exp(logits).sum(dim=-1, keepdim=True)
             """,
             expected="""
             import torch
-            logits = torch.randn(4, 8).half() / 0.07
+            proj = torch.nn.Linear(16, 8).half()
+            logits = proj(torch.randn(4, 16).half()) / 0.07
             probs = torch.exp(logits.float()) / torch.exp(logits.float()).sum(dim=-1, keepdim=True)
             """,
             count=2,
@@ -105,13 +138,15 @@ class OverflowPronePointwiseInFp16(Rule):
         Invalid(
             """
             import torch
-            x = torch.randn(8, dtype=torch.float16)
-            y = x ** 3
+            fc = torch.nn.Linear(64, 256).half()
+            h = fc(torch.randn(2, 64, dtype=torch.float16))
+            y = 0.5 * h * (1 + torch.tanh(0.79788456 * (h + 0.044715 * h ** 3)))
             """,
             expected="""
             import torch
-            x = torch.randn(8, dtype=torch.float16)
-            y = x.float() ** 3
+            fc = torch.nn.Linear(64, 256).half()
+            h = fc(torch.randn(2, 64, dtype=torch.float16))
+            y = 0.5 * h * (1 + torch.tanh(0.79788456 * (h + 0.044715 * h.float() ** 3)))
             """,
         ),
         Invalid(
@@ -126,6 +161,25 @@ class OverflowPronePointwiseInFp16(Rule):
             def f(q, k):
                 with torch.autocast("cpu", dtype=torch.float16):
                     return (q @ k.T).float().exp()
+            """,
+        ),
+        # a clamp that still lets exp overflow (e^20 > 65504) is no bound
+        Invalid(
+            """
+            import torch
+            head = torch.nn.Linear(32, 16).half()
+            def sample(h):
+                log_var = head(h).clamp(-30.0, 20.0)
+                return torch.exp(log_var)
+            sample(torch.randn(4, 32).half())
+            """,
+            expected="""
+            import torch
+            head = torch.nn.Linear(32, 16).half()
+            def sample(h):
+                log_var = head(h).clamp(-30.0, 20.0)
+                return torch.exp(log_var.float())
+            sample(torch.randn(4, 32).half())
             """,
         ),
     ]
@@ -181,10 +235,15 @@ class OverflowPronePointwiseInFp16(Rule):
                 continue
             if op in ("pow", "square") and self._feeds_reduction():
                 return
-            if op in _EXP and _max_subtracted(src):
+            enclosing = self.ctx.enclosing(ast.FunctionDef, ast.AsyncFunctionDef)
+            scope = (enclosing, node.lineno) if enclosing is not None else None  # type: ignore[attr-defined]
+            if op in _EXP and _max_subtracted(src, scope):
+                return
+            if _bounded_below_overflow(obs, op, src, exponent, scope):
                 return
             tensor = half_of(obs, src)
-            if tensor is None or not tensor.dtypes & F16 or obs.cuda_autocast:
+            if tensor is None or not tensor.dtypes & F16 or obs.cuda_autocast \
+                    or not (tensor.learned or tensor.param):
                 continue
             source = src
             hazards.append(Hazard(obs, f"`{op}` computed {obs.where(tensor)}: {threshold}; compute it in float32",
@@ -219,17 +278,113 @@ class OverflowPronePointwiseInFp16(Rule):
 _NONPOSITIVE = frozenset({"log_softmax", "logsigmoid"})
 
 
-def _max_subtracted(expr: ast.AST) -> bool:
-    """``x - x.max(...)`` / ``x - logsumexp(...)`` / ``log_softmax(x)``: exp of a value <= 0 cannot
-    overflow."""
+_MAXIMA = frozenset({"max", "amax", "logsumexp", "values"})
+
+
+def _max_subtracted(expr: ast.AST, scope: Optional[Tuple[ast.AST, int]]) -> bool:
+    """``x - x.max(...)`` / ``x - logsumexp(...)`` / ``log_softmax(x)``, directly or through a
+    local name (``lse = torch.logsumexp(x, -1)`` then ``exp(x - lse)``): exp of a value <= 0
+    cannot overflow."""
     if isinstance(expr, ast.Call):
-        func = expr.func
-        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-        return name in _NONPOSITIVE
+        return _call_name(expr) in _NONPOSITIVE
     if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Sub):
         for node in ast.walk(expr.right):
-            if isinstance(node, ast.Attribute) and node.attr in ("max", "amax", "logsumexp", "values"):
+            if isinstance(node, ast.Attribute) and node.attr in _MAXIMA:
                 return True
             if isinstance(node, ast.Name) and ("max" in node.id.lower() or "lse" in node.id.lower()):
                 return True
+            if isinstance(node, ast.Name):
+                value = _reaching_value(scope, node.id)
+                if isinstance(value, ast.Call) and _call_name(value) in _MAXIMA:
+                    return True
+    return False
+
+
+def _call_name(call: ast.Call) -> str:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+
+
+def _reaching_value(scope: Optional[Tuple[ast.AST, int]], name: str) -> Optional[ast.AST]:
+    """The value of the last binding of ``name`` before the line in ``scope`` (function, line),
+    when that binding is a plain ``name = value`` (None: a parameter, unpacking, ``+=``, a loop
+    or ``with`` target, or no binding)."""
+    if scope is None:
+        return None
+    function, line = scope
+    last: Optional[Tuple[int, Optional[ast.AST]]] = None
+
+    def binds(target: Optional[ast.AST]) -> bool:
+        return target is not None and any(isinstance(t, ast.Name) and t.id == name for t in ast.walk(target))
+
+    for node in ast.walk(function):
+        found: Optional[Tuple[int, Optional[ast.AST]]] = None
+        if isinstance(node, ast.Assign) and any(binds(t) for t in node.targets):
+            plain = len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+            found = (node.lineno, node.value if plain else None)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.NamedExpr)) \
+                and binds(node.target):
+            found = (node.lineno, None)
+        elif isinstance(node, ast.With) and any(binds(item.optional_vars) for item in node.items):
+            found = (node.lineno, None)
+        if found is not None and found[0] < line and (last is None or found[0] >= last[0]):
+            last = found
+    return last[1] if last is not None else None
+
+
+_CLAMPS = frozenset({"clamp", "clip", "clamp_", "clip_"})
+
+
+def _bound(obs: Observation, expr: ast.AST, scope: Optional[Tuple[ast.AST, int]], magnitude: bool,
+           depth: int = 0) -> Optional[float]:
+    """An upper bound of ``expr`` (of ``|expr|`` when ``magnitude``) that the code itself sets:
+    ``clamp(x, lo, hi)``, a constant multiple of one, or a local name assigned one (None: none known)."""
+    if depth > 4:
+        return None
+    if isinstance(expr, ast.Name):
+        value = _reaching_value(scope, expr.id)
+        return _bound(obs, value, scope, magnitude, depth + 1) if value is not None else None
+    if isinstance(expr, ast.Call) and _call_name(expr) in _CLAMPS:
+        func = expr.func
+        function_form = isinstance(func, ast.Name) or (isinstance(func.value, ast.Name)  # type: ignore[attr-defined]
+                                                        and func.value.id in ("torch", "np", "numpy"))  # type: ignore[attr-defined]
+        bounds = list(expr.args[1 if function_form else 0:])
+        lo = bounds[0] if bounds else None
+        hi = bounds[1] if len(bounds) > 1 else None
+        for keyword in expr.keywords:
+            if keyword.arg == "min":
+                lo = keyword.value
+            elif keyword.arg == "max":
+                hi = keyword.value
+        high = number(obs, hi) if hi is not None else None
+        if high is None:
+            return None
+        if not magnitude:
+            return high
+        low = number(obs, lo) if lo is not None else None
+        return max(abs(low), abs(high)) if low is not None else None
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Mult, ast.Div)):
+        divides = isinstance(expr.op, ast.Div)
+        pairs = [(expr.right, expr.left)] if divides else [(expr.left, expr.right), (expr.right, expr.left)]
+        for scale_node, inner in pairs:
+            scale = number(obs, scale_node)
+            if scale is None or scale <= 0:
+                continue
+            bound = _bound(obs, inner, scope, magnitude, depth + 1)
+            if bound is None:
+                return None
+            return bound / scale if divides else bound * scale
+    return None
+
+
+def _bounded_below_overflow(obs: Observation, op: str, src: ast.AST, exponent: Optional[float],
+                            scope: Optional[Tuple[ast.AST, int]]) -> bool:
+    """The code bounds the operand below the float16 overflow of ``op`` (``exp(0.5 * logvar)``
+    after ``logvar = logvar.clamp(-30.0, 20.0)``)."""
+    if op in ("exp", "expm1"):
+        bound = _bound(obs, src, scope, magnitude=False)
+        return bound is not None and bound < FP16_EXP_OVERFLOW
+    if op in ("pow", "square") and exponent is not None and exponent >= 2:
+        bound = _bound(obs, src, scope, magnitude=True)
+        return bound is not None and bound ** exponent < 65504
     return False

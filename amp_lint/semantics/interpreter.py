@@ -1415,12 +1415,20 @@ def _refine(env: Dict[str, Value], false_conditions: List[str]) -> Dict[str, Val
 
 
 def _truth(node: ast.AST, value: Value) -> Optional[bool]:
-    """A branch decided statically: literal constants and ``TYPE_CHECKING`` only."""
+    """A branch decided statically: literal constants, ``TYPE_CHECKING``, and a name whose value
+    is a known constant here (``USE_CUTOUTS = False`` at module level, or ``False`` passed by
+    every caller of this context). Defaults nobody passed and flags read from outside stay
+    undecided: their values are unknown."""
     if isinstance(node, ast.Constant):
         return bool(node.value)
     if isinstance(node, (ast.Name, ast.Attribute)) and (getattr(node, "id", None) == "TYPE_CHECKING"
                                                        or getattr(node, "attr", None) == "TYPE_CHECKING"):
         return False
+    if isinstance(node, ast.Name) and isinstance(value, Scalar):
+        if value.kind == "none":
+            return False
+        if value.kind in ("bool", "int", "float") and isinstance(value.value, (bool, int, float)):
+            return bool(value.value)
     return None
 
 

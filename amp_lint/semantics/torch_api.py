@@ -73,9 +73,9 @@ def tensor_attr(tensor: Tensor, name: str) -> Value:
     if name in ("is_cuda", "requires_grad", "is_leaf", "is_sparse"):
         return Scalar("bool")
     if name in ("grad", "data", "T", "mT", "H", "mH", "real", "imag"):
-        return Tensor(tensor.dtypes, tensor.unknown, tensor.origin)
+        return Tensor(tensor.dtypes, tensor.unknown, tensor.origin, learned=tensor.learned or tensor.param)
     # a field of a model output (``outputs.logits``) holds a tensor of the same kind
-    return Tensor(tensor.dtypes, tensor.unknown, tensor.origin, tensor.scaled)
+    return Tensor(tensor.dtypes, tensor.unknown, tensor.origin, tensor.scaled, learned=tensor.learned)
 
 
 _MODULE_METHODS = frozenset({
@@ -291,25 +291,29 @@ def apply_op(op: str, inputs: Sequence[Value], frame: "Frame", explicit: Optiona
     dtypes = 0
     graph = 0
     origin = None
+    learned = op in optable.LEARNED_OPS
     for t in tensors:
         dtypes = promote(dtypes, t.dtypes)
         unknown = unknown or t.unknown
         graph |= t.low_graph
+        learned = learned or t.learned or t.param
         if origin is None and (t.half or t.low_graph):
             origin = t.origin
+    learned = learned and op not in optable.BOUNDED_OPS
     state = frame.state
     if state is not None and (dtypes & FLOATS or (unknown and not dtypes & (INT | BOOL))):
         device, half = state
         policy = optable.policy_in(op, device)
         if policy == optable.LOWER:
-            return Tensor(half, False, frame.autocast_origin, graph=graph | half)
+            return Tensor(half, False, frame.autocast_origin, graph=graph | half, learned=learned)
         if policy == optable.FP32:  # the value is fp32; its gradients flow through the half ops before it
-            return Tensor(F32 if dtypes & FLOATS or unknown else dtypes, False, origin if graph else None, graph=graph)
+            return Tensor(F32 if dtypes & FLOATS or unknown else dtypes, False, origin if graph else None, graph=graph,
+                          learned=learned)
         if policy == optable.PROMOTE:
-            return Tensor(dtypes, unknown, origin, graph=graph)
+            return Tensor(dtypes, unknown, origin, graph=graph, learned=learned)
     if not tensors:
-        return Tensor(0, True) if unknown else UNKNOWN
-    return Tensor(dtypes, unknown, origin if dtypes & HALF or graph else None, graph=graph)
+        return Tensor(0, True, learned=learned) if unknown else UNKNOWN
+    return Tensor(dtypes, unknown, origin if dtypes & HALF or graph else None, graph=graph, learned=learned)
 
 
 def _explicit(value: Value) -> Value:
@@ -333,7 +337,7 @@ def _dtype_kw(kwargs: Dict[str, Value]) -> Optional[Value]:
 
 def _with_origin(value: Value, frame: "Frame", node: Optional[ast.AST], kind: str = "dtype") -> Value:
     if isinstance(value, Tensor) and value.half and value.origin is None:
-        return Tensor(value.dtypes, value.unknown, _origin(frame, node, kind), value.scaled, value.param)
+        return replace(value, origin=_origin(frame, node, kind))
     return value
 
 
@@ -366,8 +370,9 @@ def binop(interp: "Interpreter", frame: "Frame", op: ast.operator, a: Value, b: 
             return Tensor(F32)  # an integer/bool tensor times a Python float: the default float dtype
         if isinstance(other, (Scalar,)) or other is UNKNOWN:
             scaled = tensor.scaled or _is_loss_scale(node, tensor is ta)
-            return Tensor(tensor.dtypes, tensor.unknown, tensor.origin, scaled, graph=tensor.graph)
-        return Tensor(tensor.dtypes, True, tensor.origin, graph=tensor.graph)
+            return Tensor(tensor.dtypes, tensor.unknown, tensor.origin, scaled, graph=tensor.graph,
+                          learned=tensor.learned or tensor.param)
+        return Tensor(tensor.dtypes, True, tensor.origin, graph=tensor.graph, learned=tensor.learned or tensor.param)
     if isinstance(a, Seq) and isinstance(b, Seq) and isinstance(op, ast.Add):
         return Seq(a.items + b.items)
     if isinstance(a, (Seq, Coll)) and isinstance(b, (Seq, Coll)):
@@ -430,11 +435,12 @@ def _fold(op: ast.operator, a: Scalar, b: Scalar) -> Value:
 def tensor_method(interp: "Interpreter", frame: "Frame", tensor: Tensor, name: str, args: List[Value],
                   kwargs: Dict[str, Value], node: Optional[ast.AST]) -> Value:
     explicit = _dtype_kw(kwargs)
-    plain = Tensor(tensor.dtypes, tensor.unknown, tensor.origin, tensor.scaled, graph=tensor.graph)
+    plain = Tensor(tensor.dtypes, tensor.unknown, tensor.origin, tensor.scaled, graph=tensor.graph,
+                   learned=tensor.learned or tensor.param)
     if name in optable.CAST_METHODS:
         bit = _DTYPE_BITS[optable.CAST_METHODS[name]]
         return Tensor(bit, False, _origin(frame, node, "cast") if bit & HALF else None, tensor.scaled,
-                      graph=tensor.low_graph | (bit & HALF))
+                      graph=tensor.low_graph | (bit & HALF), learned=tensor.learned)
     if name in ("to", "type"):
         target = _cast_target(args, kwargs)
         if target is None:
@@ -443,13 +449,16 @@ def tensor_method(interp: "Interpreter", frame: "Frame", tensor: Tensor, name: s
             return plain
         cast = _with_origin(_explicit(target), frame, node, "cast")
         if isinstance(cast, Tensor):
-            cast = Tensor(cast.dtypes, cast.unknown, cast.origin, tensor.scaled, graph=tensor.low_graph | cast.half)
+            cast = Tensor(cast.dtypes, cast.unknown, cast.origin, tensor.scaled, graph=tensor.low_graph | cast.half,
+                          learned=tensor.learned)
         return cast
     if name == "type_as":
         other = _tensors(args[:1])
         if other:
-            return Tensor(other[0].dtypes, other[0].unknown, other[0].origin)
-        return Tensor(0, True)
+            return Tensor(other[0].dtypes, other[0].unknown, other[0].origin, learned=tensor.learned)
+        return Tensor(0, True, learned=tensor.learned)
+    if name in optable.BOUNDED_OPS and name not in optable.OPS:
+        return replace(plain, learned=False)
     kind = optable.RESULT_KINDS.get(name)
     if kind == optable.INT_RESULT:
         return Tensor(INT)
@@ -590,10 +599,11 @@ def call_torch_module(interp: "Interpreter", frame: "Frame", module: Module, arg
         # a model we cannot see into: under autocast it most often ends in a GEMM; else it returns
         # what its parameters are
         if frame.state is not None:
-            return Tensor(frame.state[1], False, frame.autocast_origin, graph=frame.state[1])
+            return Tensor(frame.state[1], False, frame.autocast_origin, graph=frame.state[1], learned=True)
         dts = module.cast & FLOATS
         if dts:
-            return Tensor(dts, module.cast_unknown, module.origin if dts & HALF else None, graph=dts & HALF)
+            return Tensor(dts, module.cast_unknown, module.origin if dts & HALF else None, graph=dts & HALF,
+                          learned=True)
         return UNKNOWN
     kind = optable.MODULE_KINDS.get(short)
     if module.site is not None and (frame.state is not None or module.cast & HALF):
@@ -609,8 +619,8 @@ def call_torch_module(interp: "Interpreter", frame: "Frame", module: Module, arg
         return UNKNOWN
     if kind == "embedding":
         if module.cast_unknown or not module.cast:
-            return Tensor(0, True)
-        return Tensor(module.cast & FLOATS, False, module.origin if module.cast & HALF else None)
+            return Tensor(0, True, learned=True)
+        return Tensor(module.cast & FLOATS, False, module.origin if module.cast & HALF else None, learned=True)
     op = optable.MODULE_OPS.get(short)
     if op in optable.LOSSES:
         return apply_op(op, [a for a in args[:2] if not _is_star(a)], frame)
@@ -623,17 +633,19 @@ def call_torch_module(interp: "Interpreter", frame: "Frame", module: Module, arg
                 # so when the two disagree one of them is known imprecisely: keep either's half
                 dtypes = (first.dtypes | param.dtypes) & FLOATS
                 origin = param.origin if param.half else (first.origin if first.half else None)
-                result = Tensor(dtypes, first.unknown or param.unknown, origin, graph=result.graph)
+                result = Tensor(dtypes, first.unknown or param.unknown, origin, graph=result.graph, learned=True)
             return result
         if frame.state is not None and short in ("MultiheadAttention", "LSTM", "GRU", "RNN", "Transformer",
                                                  "TransformerEncoder", "TransformerDecoder",
                                                  "TransformerEncoderLayer", "TransformerDecoderLayer"):
-            out = Tensor(frame.state[1], False, frame.autocast_origin)
+            out = Tensor(frame.state[1], False, frame.autocast_origin, learned=True)
         elif frame.state is not None:
             out = first if isinstance(first, Tensor) else Tensor(0, True)
         else:
             out = param if not (isinstance(first, Tensor) and not module.cast) else first
             out = Tensor(out.dtypes, out.unknown, out.origin) if isinstance(out, Tensor) else out
+        if isinstance(out, Tensor) and short not in optable.BOUNDED_MODULES:
+            out = replace(out, learned=True)
         if short in ("MultiheadAttention",):
             return Seq((out, out))
         if short in ("LSTM", "GRU", "RNN"):
@@ -642,7 +654,8 @@ def call_torch_module(interp: "Interpreter", frame: "Frame", module: Module, arg
     if op is not None:
         return apply_op(op, [first if first is not None else UNKNOWN], frame)
     if isinstance(first, Tensor):
-        return Tensor(first.dtypes, first.unknown, first.origin)
+        return Tensor(first.dtypes, first.unknown, first.origin,
+                      learned=first.learned and short not in optable.BOUNDED_MODULES)
     return UNKNOWN
 
 
@@ -842,13 +855,14 @@ def torch_function(interp: "Interpreter", frame: "Frame", qualified: str, short:
         return apply_op("where", branches or positional[1:], frame)
     if short in ("split", "chunk", "unbind", "tensor_split"):
         tensors = _tensors(positional[:1])
-        return Coll(Tensor(tensors[0].dtypes, tensors[0].unknown, tensors[0].origin)) if tensors else Coll(UNKNOWN)
+        return Coll(Tensor(tensors[0].dtypes, tensors[0].unknown, tensors[0].origin, learned=tensors[0].learned)) \
+            if tensors else Coll(UNKNOWN)
     if short in ("max", "min", "sort", "topk", "kthvalue", "median", "mode") and (len(positional) > 1 or kwargs):
         tensors = _tensors(positional[:1])
         if tensors and short not in ("max", "min") or (tensors and isinstance(positional[1] if len(positional) > 1
                                                                               else kwargs.get("dim"), Scalar)):
             t = tensors[0]
-            return Seq((Tensor(t.dtypes, t.unknown, t.origin), Tensor(INT)))
+            return Seq((Tensor(t.dtypes, t.unknown, t.origin, learned=t.learned), Tensor(INT)))
     inputs = _tensor_inputs(short, positional, kwargs)
     if short in optable.OPS or short in optable.LOSSES or optable.TENSOR_ARGS.get(short) == "seq":
         return _with_origin(apply_op(short, inputs, frame, explicit), frame, node)

@@ -137,14 +137,17 @@ class Tensor(Value):
     #: half dtypes its autograd graph went through (a loss computed under fp16 autocast is fp32 but
     #: its gradients flow through fp16 ops)
     graph: int = 0
+    #: computed from a learned layer's output (a GEMM, convolution, embedding or model call) with no
+    #: bounding op since (``data/ops.py``): its values can be large (AMP204's positive evidence)
+    learned: bool = False
 
     def __eq__(self, other: object) -> bool:
         return (type(other) is Tensor and self.dtypes == other.dtypes and self.unknown == other.unknown  # type: ignore[attr-defined]
                 and self.scaled == other.scaled and self.param == other.param  # type: ignore[attr-defined]
-                and self.graph == other.graph)  # type: ignore[attr-defined]
+                and self.graph == other.graph and self.learned == other.learned)  # type: ignore[attr-defined]
 
     def __hash__(self) -> int:
-        return hash((1, self.dtypes, self.unknown, self.scaled, self.param, self.graph))
+        return hash((1, self.dtypes, self.unknown, self.scaled, self.param, self.graph, self.learned))
 
     @property
     def low_graph(self) -> int:
@@ -451,7 +454,7 @@ def _join_same(a: Value, b: Value) -> Optional[Value]:
         assert isinstance(b, Tensor)
         origin = a.origin if (a.origin is not None and (a.half or a.graph & HALF)) or b.origin is None else b.origin
         return Tensor(a.dtypes | b.dtypes, a.unknown or b.unknown, origin, a.scaled and b.scaled, a.param or b.param,
-                      a.graph | b.graph)
+                      a.graph | b.graph, a.learned or b.learned)
     if isinstance(a, Scalar):
         assert isinstance(b, Scalar)
         if a.kind != b.kind:
@@ -541,7 +544,8 @@ def without_condition(value: Value, condition: str) -> Value:
     if isinstance(value, Tensor) and value.origin is not None and value.origin.condition == condition \
             and (value.half or value.graph & HALF):
         dtypes = value.dtypes & ~HALF if value.half else value.dtypes
-        return Tensor(dtypes, value.unknown or not dtypes, None, value.scaled, value.param, value.graph & ~HALF)
+        return Tensor(dtypes, value.unknown or not dtypes, None, value.scaled, value.param, value.graph & ~HALF,
+                      value.learned)
     if isinstance(value, Module) and value.origin is not None and value.origin.condition == condition \
             and value.cast & HALF:
         cast = value.cast & ~HALF

@@ -105,7 +105,7 @@ def test_json_and_sarif(traced):
 LOOP = '''\
 import torch
 torch.set_num_threads(1)
-x = torch.randn(64).half()
+x = torch.nn.Linear(64, 64).half()(torch.randn(64).half()).detach()  # a layer's output: AMP204's evidence
 tiny = torch.full((8,), 1e-4).half()
 total = 0.0
 for i in range(3000):
