@@ -478,3 +478,47 @@ def test_branch_behind_a_constant_flag_is_not_taken(tmp_path: Path) -> None:
     project(torch.randn(3), len(sys.argv) > 1)
     """
     assert one(tmp_path, code, "# <-", "x") == ["tensor float32 or float64", "tensor bfloat16 or float32 or float64"]
+
+
+# -- code no run reaches ---------------------------------------------------------------------------
+_HEADS = """
+import torch
+import torch.nn as nn
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.proj(x.half())
+
+class TaggingHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = Encoder()
+
+    def forward(self, x):
+        return torch.log_softmax(self.encoder(x), -1)  # <- tagging
+
+class RankingHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = Encoder()
+
+    def forward(self, x):
+        return torch.log_softmax(self.encoder(x), -1)  # <- ranking
+"""
+
+
+def test_a_head_no_code_names_is_not_run_when_its_module_is_in_use(tmp_path: Path) -> None:
+    """A class nothing names, next to classes another file builds, is code no run reaches: its
+    methods are not analysed with unknown arguments (their findings would be about dead code)."""
+    files = {"heads.py": _HEADS, "train.py": "import torch\nfrom heads import TaggingHead\nTaggingHead()(torch.randn(2, 8))\n"}
+    assert value_of(tmp_path, files, "heads.py", "# <- ranking", "self.encoder(x)") == []
+    assert value_of(tmp_path, files, "heads.py", "# <- tagging", "self.encoder(x)") == ["tensor float16 or float32"]
+
+
+def test_classes_of_a_module_no_file_uses_are_library_code(tmp_path: Path) -> None:
+    files = {"heads.py": _HEADS}
+    assert value_of(tmp_path, files, "heads.py", "# <- ranking", "self.encoder(x)") == ["tensor float16 (or unknown)"]

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import sys
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
@@ -188,10 +190,11 @@ class Interpreter:
             seeds, self.seeds = self.seeds, []
             for seed, where, origin in seeds:
                 self.analyse_seed(seed, where, origin, done)
-        for module in self.modules:
-            for info in module.functions:
-                if info.contexts == 0:
-                    self.analyse_free(info)
+        free = [info for module in self.modules for info in module.functions if info.contexts == 0]
+        unreached = unreferenced_classes(self.modules, {_top_class(info) for info in free} - {None})
+        for info in free:
+            if _top_class(info) not in unreached:
+                self.analyse_free(info)
 
     def run_module(self, module: SourceModule) -> None:
         if module.state != "new":
@@ -1411,6 +1414,60 @@ def _refine(env: Dict[str, Value], false_conditions: List[str]) -> Dict[str, Val
     for condition in false_conditions:
         for name, value in out.items():
             out[name] = without_condition(value, condition)
+    return out
+
+
+def _top_class(info: FunctionInfo) -> Optional[Tuple[str, str]]:
+    """(module path, name) of the top-level class ``info`` is defined in, if any."""
+    if "." not in info.qualname:
+        return None
+    return info.module.relpath, info.qualname.split(".", 1)[0]
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+
+
+def unreferenced_classes(modules: Sequence[SourceModule],
+                         candidates: Set[Tuple[str, str]]) -> Set[Tuple[str, str]]:
+    """The ``candidates`` (top-level classes whose methods nothing called) that no code names
+    outside their own body, in a module some of whose other classes other files do name: the
+    unused heads of a model file that the program uses (a ``BertForQuestionAnswering`` next to the
+    ``BertForSequenceClassification`` the scripts build). Running them with unknown arguments
+    reports code no run reaches. Decorated classes (registries) are kept, and so is every class of
+    a module no other file names (a library: its users are elsewhere). Names are counted in the
+    text, comments and strings included, so a doubt keeps the class."""
+    if not candidates or any(m.source is None for m in modules):
+        return set()
+    by_path = {m.relpath: m for m in modules}
+    wanted: Dict[str, List[ClassInfo]] = {}
+    for path, name in candidates:
+        module = by_path.get(path)
+        if module is None:
+            continue
+        top = [c for c in module.classes if "." not in c.qualname]
+        cls = next((c for c in top if c.name == name), None)
+        if cls is not None and not cls.node.decorator_list and len(top) > 1:
+            wanted.setdefault(path, []).append(cls)
+    if not wanted:
+        return set()
+    everywhere: Counter = Counter()
+    for module in modules:
+        everywhere.update(_IDENTIFIER.findall(module.source or ""))
+    out: Set[Tuple[str, str]] = set()
+    for path, classes in wanted.items():
+        module = by_path[path]
+        lines = (module.source or "").splitlines()
+        own = Counter(_IDENTIFIER.findall(module.source or ""))
+        top = [c for c in module.classes if "." not in c.qualname]
+        # the module is in use: another file names one of its other classes
+        used = {c.name for c in top if everywhere[c.name] > own[c.name]}
+        for cls in classes:
+            if not used - {cls.name}:
+                continue
+            body = "\n".join(lines[cls.node.lineno - 1:cls.node.end_lineno])
+            inside = Counter(_IDENTIFIER.findall(body))[cls.name]
+            if everywhere[cls.name] == inside:
+                out.add((path, cls.name))
     return out
 
 
