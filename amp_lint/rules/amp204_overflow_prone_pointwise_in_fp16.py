@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 from typing import List, Optional, Tuple
 
-from amp_lint.data.numerics import FP16_CUBE_OVERFLOW, FP16_EXP_OVERFLOW, FP16_SQUARE_OVERFLOW
+from amp_lint.data.numerics import FP16_CUBE_OVERFLOW, FP16_EXP_OVERFLOW, FP16_MAX, FP16_SQUARE_OVERFLOW
 from amp_lint.data.ops import REDUCTIONS
 from amp_lint.engine import codegen
 from amp_lint.engine.fixes import CstFix
@@ -30,7 +30,7 @@ def _threshold(op: str, exponent: Optional[float]) -> Optional[str]:
     if exponent == 3:
         return f"x**3 overflows float16 above {FP16_CUBE_OVERFLOW:.2f}"
     if exponent is not None and exponent > 3:
-        return f"x**{exponent:g} overflows float16 above {65504 ** (1 / exponent):.2f}"
+        return f"x**{exponent:g} overflows float16 above {FP16_MAX ** (1 / exponent):.2f}"
     return None
 
 
@@ -291,9 +291,9 @@ def _max_subtracted(expr: ast.AST, scope: Optional[Tuple[ast.AST, int]]) -> bool
         for node in ast.walk(expr.right):
             if isinstance(node, ast.Attribute) and node.attr in _MAXIMA:
                 return True
-            if isinstance(node, ast.Name) and ("max" in node.id.lower() or "lse" in node.id.lower()):
-                return True
             if isinstance(node, ast.Name):
+                if "max" in node.id.lower() or "lse" in node.id.lower():
+                    return True
                 value = _reaching_value(scope, node.id)
                 if isinstance(value, ast.Call) and _call_name(value) in _MAXIMA:
                     return True
@@ -386,5 +386,5 @@ def _bounded_below_overflow(obs: Observation, op: str, src: ast.AST, exponent: O
         return bound is not None and bound < FP16_EXP_OVERFLOW
     if op in ("pow", "square") and exponent is not None and exponent >= 2:
         bound = _bound(obs, src, scope, magnitude=True)
-        return bound is not None and bound ** exponent < 65504
+        return bound is not None and bound ** exponent < FP16_MAX
     return False
