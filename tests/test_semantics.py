@@ -480,6 +480,27 @@ def test_branch_behind_a_constant_flag_is_not_taken(tmp_path: Path) -> None:
     assert one(tmp_path, code, "# <-", "x") == ["tensor float32 or float64", "tensor bfloat16 or float32 or float64"]
 
 
+def test_a_constant_the_script_may_rebind_decides_no_branch(tmp_path: Path) -> None:
+    """nanoGPT's configurator: after a top-level ``exec(...)`` (or ``globals().update``) any module
+    constant may hold a value from the command line, so a branch on one is taken both ways; a
+    constant bound after it decides again."""
+    code = """
+    import torch
+    profile = False
+    exec(open("configurator.py").read())
+    DOUBLE = False
+    x = torch.randn(3)
+    if profile:
+        x = x.half()
+    if DOUBLE:
+        x = x.double()
+    x  # <-
+    """
+    assert one(tmp_path, code, "# <-", "x") == ["tensor float16 or float32"]
+    assert one(tmp_path, code.replace('exec(open("configurator.py").read())', "pass"), "# <-", "x") == [
+        "tensor float32"]
+
+
 # -- code no run reaches ---------------------------------------------------------------------------
 _HEADS = """
 import torch

@@ -435,6 +435,8 @@ class Interpreter:
         frame.statement = node.value
         self.ev(node.value, frame)
         frame.statement = None
+        if frame.info is None and frame.cls is None and _rebinds_globals(node.value):
+            frame.module.overridable.update(name for name, value in frame.env.items() if isinstance(value, Scalar))
         return True
 
     def _s_assign(self, node: ast.Assign, frame: Frame) -> bool:
@@ -496,7 +498,7 @@ class Interpreter:
 
     def _s_if(self, node: ast.If, frame: Frame) -> bool:
         test = self.ev(node.test, frame)
-        decided = _truth(node.test, test)
+        decided = self._decide(node.test, test, frame)
         if decided is True:
             return self.exec_block(node.body, frame)
         if decided is False:
@@ -520,6 +522,14 @@ class Interpreter:
         frame.env = join_envs(env_then if alive_then else None, env_else if alive_else else None,
                               lambda: self._condition_texts(node.test, frame.module))
         return True
+
+    @staticmethod
+    def _decide(test: ast.AST, value: Value, frame: Frame) -> Optional[bool]:
+        """``_truth``, except for a module constant the module may rebind at run time."""
+        if (isinstance(test, ast.Name) and test.id in frame.module.overridable
+                and (frame.info is None and frame.cls is None or test.id not in frame.env)):
+            return None
+        return _truth(test, value)
 
     def _condition_texts(self, test: ast.AST, module: SourceModule) -> Tuple[str, str]:
         """:func:`condition_texts`, remembered as conditions some evidence depends on."""
@@ -869,7 +879,7 @@ class Interpreter:
 
     def _e_ifexp(self, node: ast.IfExp, frame: Frame) -> Value:
         test = self.ev(node.test, frame)
-        decided = _truth(node.test, test)
+        decided = self._decide(node.test, test, frame)
         body = self.ev(node.body, frame) if decided is not False else None
         orelse = self.ev(node.orelse, frame) if decided is not True else None
         if body is None or orelse is None:
@@ -1469,6 +1479,17 @@ def unreferenced_classes(modules: Sequence[SourceModule],
             if everywhere[cls.name] == inside:
                 out.add((path, cls.name))
     return out
+
+
+def _rebinds_globals(call: ast.AST) -> bool:
+    """``exec(...)`` or ``globals().update(...)``: a statement that may rebind any module constant."""
+    if not isinstance(call, ast.Call):
+        return False
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id == "exec"
+    return (isinstance(func, ast.Attribute) and func.attr == "update" and isinstance(func.value, ast.Call)
+            and isinstance(func.value.func, ast.Name) and func.value.func.id in ("globals", "vars"))
 
 
 def _truth(node: ast.AST, value: Value) -> Optional[bool]:

@@ -13,7 +13,7 @@ import ast
 import os
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from amp_lint.semantics.values import Value
 
@@ -35,6 +35,9 @@ class SourceModule:
     classes: List["ClassInfo"] = field(default_factory=list)
     #: line -> text, for evidence and messages (filled lazily from the source)
     source: Optional[str] = None
+    #: module constants a top-level ``exec(...)``/``globals().update(...)`` may rebind (nanoGPT's
+    #: ``exec(open('configurator.py').read())``): their values stay, but no branch is decided on them
+    overridable: Set[str] = field(default_factory=set)
 
     @property
     def folder(self) -> str:
