@@ -153,6 +153,8 @@ def test_an_unknown_value_softmaxed_is_not_reported(tmp_path: Path) -> None:
     ("e = sum(t for t in [a, a])", "tensor float16"),
     ("e = torch.randn(3).half().float()", "tensor float32"),
     ("e = a.to(torch.float32).half()", "tensor float16"),
+    ("e = torch.Tensor(4, 8)", "tensor float32"),  # the legacy constructor: sizes, default float dtype
+    ("e = torch.Tensor([1, 2])", "tensor float32"),  # data too: never inferred like torch.tensor
 ])
 def test_torch_functions_and_cast_chains(tmp_path: Path, line: str, expected: str) -> None:
     code = f"""
@@ -182,6 +184,68 @@ def test_einsum_under_autocast_is_lowered(tmp_path: Path) -> None:
         e = torch.einsum("ij,jk->ik", a, a)  # <-
     """
     assert one(tmp_path, code, "# <-", "e") == ["tensor float16"]
+
+
+def test_layers_appended_to_a_module_list_are_its_children(tmp_path: Path) -> None:
+    """``self.layers = nn.ModuleList()`` then ``self.layers.append(Block())`` in a loop (and
+    ``extend``): iterating the list yields the blocks, cast with their owner."""
+    code = """
+    import torch
+    import torch.nn as nn
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 8)
+        def forward(self, x):
+            return self.fc(x)
+    class Head(Block):
+        pass
+    class Net(nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.layers = nn.ModuleList()
+            for _ in range(n):
+                self.layers.append(Block())
+            self.layers.extend([Head()])
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x)  # <-
+            return x
+    Net(3).half()(torch.randn(2, 8).half())
+    """
+    assert set(one(tmp_path, code, "# <-", "layer")) == {
+        "module Block with float16 parameters | module Head with float16 parameters"}
+
+
+def test_a_factory_of_many_heads_keeps_every_class(tmp_path: Path) -> None:
+    """A builder whose branches return one of seven model classes (GLM's ``get_model``): the value
+    keeps each class (a union of kinds stops at six, modules count as one kind up to a dozen), so
+    ``model.half()`` after it runs every head's forward in half."""
+    heads = "\n".join(f"""
+    class Head{i}(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 8)
+        def forward(self, x):
+            return torch.log_softmax(self.fc(x), -1)  # <- {i}
+    """ for i in range(7))
+    branches = "\n".join(f"""
+        {"if" if i == 0 else "elif"} kind == {i}:
+            model = Head{i}()""" for i in range(7))
+    code = f"""
+    import sys
+    import torch
+    import torch.nn as nn
+    {heads}
+    def get_model(kind):
+        model = None
+        {branches}
+        model.half()
+        return model
+    get_model(len(sys.argv))(torch.randn(2, 8).half())
+    """
+    for i in range(7):
+        assert any(v.startswith("tensor float16") for v in one(tmp_path, code, f"# <- {i}", "self.fc(x)")), i
 
 
 # -- flow sensitivity -----------------------------------------------------------------------------

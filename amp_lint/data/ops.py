@@ -177,9 +177,10 @@ RESULT_KINDS: Dict[str, str] = {
     **{name: FACTORY for name in (
         "randn", "rand", "zeros", "ones", "empty", "full", "eye", "linspace", "logspace", "normal",
         "empty_strided", "hann_window", "hamming_window", "blackman_window", "bartlett_window",
+        "Tensor",  # the legacy constructor: sizes or data, always the default float dtype
     )},
     **{name: FACTORY_INT for name in ("arange", "randint", "range")},
-    **{name: INFER for name in ("tensor", "as_tensor", "asarray", "from_numpy", "Tensor", "scalar_tensor")},
+    **{name: INFER for name in ("tensor", "as_tensor", "asarray", "from_numpy", "scalar_tensor")},
     **{name: LIKE for name in (
         "randn_like", "rand_like", "zeros_like", "ones_like", "full_like", "empty_like", "randint_like",
     )},

@@ -757,6 +757,23 @@ class Interpreter:
             elif isinstance(option, Obj) and isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
                 frame.env[node.value.id] = option.set(name, value)
 
+    def replace_field(self, receiver: Value, name: str, old: Value, new: Value) -> None:
+        """A strong update of a field: where it may hold ``old`` (a container grown in place), it now
+        holds ``new`` instead (a join would lose the children of containers of different lengths)."""
+        for option in options(receiver):
+            cls = _class_info(option)
+            if cls is None:
+                continue
+            current = cls.fields.get(name)
+            if current is None or old not in options(current):
+                old_join = current
+                cls.fields[name] = new if old_join is None else join(old_join, new)
+                continue
+            out: Optional[Value] = None
+            for member in options(current):
+                out = join(out, new if member == old else member)
+            cls.fields[name] = out if out is not None else new
+
     # -- expressions ---------------------------------------------------------------------------------
     def ev(self, node: Optional[ast.AST], frame: Frame) -> Value:
         if node is None:

@@ -78,6 +78,9 @@ def tensor_attr(tensor: Tensor, name: str) -> Value:
     return Tensor(tensor.dtypes, tensor.unknown, tensor.origin, tensor.scaled, learned=tensor.learned)
 
 
+#: torch.nn containers whose children ``append``/``extend``/``insert`` add
+_GROWABLE_CONTAINERS = ("ModuleList", "Sequential", "ParameterList")
+
 _MODULE_METHODS = frozenset({
     "half", "float", "double", "bfloat16", "to", "type", "cuda", "cpu", "eval", "train", "parameters",
     "named_parameters", "buffers", "named_buffers", "children", "named_children", "modules", "named_modules",
@@ -91,7 +94,8 @@ _MODULE_METHODS = frozenset({
 
 
 def module_builtin_attr(module: Module, name: str) -> Value:
-    if name in _MODULE_METHODS:
+    if name in _MODULE_METHODS or name in ("append", "extend", "insert") and isinstance(module.cls, Ext) \
+            and module.cls.name.rsplit(".", 1)[-1] in _GROWABLE_CONTAINERS:
         return Method(module, name)
     if name in ("weight", "bias", "in_proj_weight", "out_proj_weight"):
         return Tensor(module.cast & FLOATS if module.cast else 0, module.cast_unknown or not module.cast,
@@ -520,8 +524,35 @@ def _cast_target(args: Sequence[Value], kwargs: Dict[str, Value]) -> Optional[Va
 
 
 # -- modules -------------------------------------------------------------------------------------
+def _grow_container(interp: "Interpreter", frame: "Frame", module: Module, name: str, args: List[Value],
+                    node: Optional[ast.AST]) -> Module:
+    """``layers.append(Block())`` / ``extend`` / ``insert``: the container with the new children
+    (each distinct child once, so a loop that appends the same block reaches a fixpoint); the
+    receiver expression is rebound to it, replacing the value it held."""
+    added = args[-1]
+    new_items = [element(added)] if name == "extend" and not isinstance(added, Seq) else (
+        list(added.items) if name == "extend" else [added])  # type: ignore[union-attr]
+    items = list(module.items)
+    for item in new_items:
+        if item is not UNKNOWN and item not in items:
+            items.append(item)
+    result = replace(module, items=tuple(items))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        target = node.func.value
+        if isinstance(target, ast.Name):
+            frame.env[target.id] = result
+        elif isinstance(target, ast.Attribute):
+            owner = frame.record.values.get(id(target.value))
+            if owner is not None:
+                interp.replace_field(owner, target.attr, module, result)
+    return result
+
+
 def module_method(interp: "Interpreter", frame: "Frame", module: Module, name: str, args: List[Value],
                   kwargs: Dict[str, Value], node: Optional[ast.AST]) -> Value:
+    if name in ("append", "extend", "insert") and args and isinstance(module.cls, Ext) \
+            and module.cls.name.rsplit(".", 1)[-1] in _GROWABLE_CONTAINERS:
+        return _grow_container(interp, frame, module, name, args, node)
     if name in ("half", "bfloat16", "float", "double"):
         bit = {"half": F16, "bfloat16": BF16, "float": F32, "double": F64}[name]
         result = module.cast_to(bit, _origin(frame, node, "module_cast"))

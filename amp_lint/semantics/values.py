@@ -364,6 +364,9 @@ def union_of(members: Iterable[Value]) -> Union:
 
 
 UNION_LIMIT = 6
+#: modules (or methods bound to them) a value may hold besides: a factory's branches build one of a
+#: dozen heads, and each stays a class whose forward can be run
+MODULE_UNION_LIMIT = 12
 
 
 @dataclass(frozen=True, eq=False)
@@ -443,10 +446,21 @@ def _union(values: Iterable[Value]) -> Value:
                 members.append(value)
     if len(members) == 1:
         return members[0]
-    if len(members) > UNION_LIMIT:
+    modules = sum(1 for m in members if _of_a_module(m))
+    if len(members) > UNION_LIMIT and (modules <= 1 or modules > MODULE_UNION_LIMIT
+                                       or len(members) - modules + 1 > UNION_LIMIT):
         tensors = [m for m in members if isinstance(m, Tensor)]
         return tensors[0].with_unknown() if len(tensors) == 1 else UNKNOWN
     return union_of(members)
+
+
+def _of_a_module(value: Value) -> bool:
+    """A module, or a method bound to one: the members :data:`MODULE_UNION_LIMIT` counts."""
+    if isinstance(value, Module):
+        return True
+    if isinstance(value, Method):
+        return isinstance(value.recv, Module)
+    return isinstance(value, FuncVal) and isinstance(value.bound, Module)
 
 
 def _join_same(a: Value, b: Value) -> Optional[Value]:
