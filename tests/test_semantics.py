@@ -248,6 +248,51 @@ def test_a_factory_of_many_heads_keeps_every_class(tmp_path: Path) -> None:
         assert any(v.startswith("tensor float16") for v in one(tmp_path, code, f"# <- {i}", "self.fc(x)")), i
 
 
+def test_an_in_place_cast_of_one_of_several_models_casts_each(tmp_path: Path) -> None:
+    """``model.half()`` as a statement on a name that holds one of several models casts every one
+    (each option's in-place change is joined, not the last option's alone); a wrapper that
+    registers ``module.half()`` then runs the children of a ModuleList built from a comprehension
+    of either layer class in half."""
+    code = """
+    import sys
+    import torch
+    import torch.nn as nn
+    class LayerA(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 8)
+        def forward(self, x):
+            return self.fc(x)  # <- a
+    class LayerB(LayerA):
+        def forward(self, x):
+            return self.fc(x)  # <- b
+    def make_layer(deep):
+        return LayerB() if deep else LayerA()
+    class Stack(nn.Module):
+        def __init__(self, deep):
+            super().__init__()
+            self.layers = nn.ModuleList([make_layer(deep) for _ in range(2)])
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x)
+            return x
+    class Other(Stack):
+        pass
+    class Wrapper(nn.Module):
+        def __init__(self, module):
+            super().__init__()
+            self.add_module("module", module)
+        def forward(self, x):
+            return self.module(x)
+    model = Stack(len(sys.argv) > 1) if len(sys.argv) > 2 else Other(len(sys.argv) > 3)
+    model.half()
+    Wrapper(model)(torch.randn(2, 8))
+    """
+    for marker in ("# <- a", "# <- b"):
+        assert one(tmp_path, code, marker, "self.fc(x)") and all(
+            v.startswith("tensor float16") for v in one(tmp_path, code, marker, "self.fc(x)")), marker
+
+
 # -- flow sensitivity -----------------------------------------------------------------------------
 def test_branches_join_and_keep_their_condition(tmp_path: Path) -> None:
     code = """

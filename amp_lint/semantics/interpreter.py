@@ -1139,8 +1139,21 @@ class Interpreter:
         else:
             callee = self.ev(func, frame)
         out: Optional[Value] = None
-        for option in options(callee):
+        choices = options(callee)
+        target = func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+            and len(choices) > 1 else None
+        before = frame.env.get(target) if target is not None else None
+        after: Optional[Value] = None
+        for option in choices:
+            if before is not None:
+                frame.env[target] = before  # type: ignore[index]
             out = join(out, self.call(option, args, kwargs, frame, node))
+            if before is not None:
+                # a method that changes its receiver in place (``model.half()`` on one of several
+                # models): the name holds whatever each option left, not the last option's result
+                after = join(after, frame.env.get(target, before))  # type: ignore[arg-type]
+        if before is not None and after is not None:
+            frame.env[target] = after  # type: ignore[index]
         return out if out is not None else UNKNOWN
 
     def call(self, callee: Value, args: List[Value], kwargs: Dict[str, Value], frame: Frame,

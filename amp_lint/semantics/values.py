@@ -220,11 +220,20 @@ class Module(Value):
         return cached
 
     def cast_to(self, dtypes: int, origin: Optional[Origin]) -> "Module":
-        items = tuple(i.cast_to(dtypes, origin) if isinstance(i, Module) else i for i in self.items)
+        items = tuple(_cast_child(i, dtypes, origin) for i in self.items)
         return replace(self, cast=dtypes, cast_unknown=False, origin=origin if dtypes & HALF else None, items=items)
 
     def with_unknown(self) -> "Module":
         return replace(self, cast_unknown=True)
+
+
+def _cast_child(child: Value, dtypes: int, origin: Optional[Origin]) -> Value:
+    """A container's child under its owner's cast: a module, or each module a child may be."""
+    if isinstance(child, Module):
+        return child.cast_to(dtypes, origin)
+    if isinstance(child, Union):
+        return union_of(_cast_child(o, dtypes, origin) for o in options(child))
+    return child
 
 
 @dataclass(frozen=True)
