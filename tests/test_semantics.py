@@ -610,6 +610,63 @@ def test_a_constant_the_script_may_rebind_decides_no_branch(tmp_path: Path) -> N
         "tensor float32"]
 
 
+def test_a_cast_back_to_the_callers_half_is_no_evidence_of_half(tmp_path: Path) -> None:
+    """A kernel wrapper that runs in fp32 and casts its result back only when its input was half
+    (``if x.dtype == torch.float16: ...; if was_half: y = y.half()``) makes nothing half: with an
+    input of unknown dtype the half path is not taken; with a half input it is, and with a float32
+    input it is decided false."""
+    code = """
+    import torch
+    def fused_op(inp):
+        was_half = False
+        if inp.dtype == torch.float16:
+            was_half = True
+            inp = inp.float()
+        out = torch.tanh(inp)
+        if was_half:
+            out = out.half()
+        return out
+    def also(inp):
+        if inp.dtype not in (torch.float16, torch.bfloat16):
+            return inp
+        return inp.float().exp().to(inp.dtype)
+    u = fused_op(load_features())
+    h = fused_op(torch.randn(3).half())
+    f = fused_op(torch.randn(3))
+    v = also(load_features())
+    w = also(torch.randn(3))
+    u, h, f, v, w  # <-
+    """
+    values = values_at(tmp_path, {"m.py": code}, "m.py", "# <-")[0]
+    assert values["u"] == "unknown" or "16" not in values["u"], values["u"]
+    assert values["h"] == "tensor float16"
+    assert values["f"] == "tensor float32"
+    assert "16" not in values["v"], values["v"]
+    assert values["w"] == "tensor float32"
+
+
+def test_a_module_that_tests_its_own_weights_for_half_may_run_in_half(tmp_path: Path) -> None:
+    """``if self.weight.dtype == torch.float16: x = x.to(torch.float16)`` in a module whose cast
+    state is unknown stays undecided: the module is written to run cast to half, so the value may be
+    half under that condition (unlike a test on the caller's activation, above)."""
+    code = """
+    import torch
+    from torch import nn
+    class Norm(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(d))
+        def forward(self, x):
+            x = x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True))
+            if self.weight.dtype == torch.float16:
+                x = x.to(torch.float16)
+            x  # <-
+            return self.weight * x
+    """
+    values = value_of(tmp_path, {"m.py": code}, "m.py", "# <-", "x")
+    assert values and all("float16" in value and "float32" in value for value in values), values
+
+
 # -- code no run reaches ---------------------------------------------------------------------------
 _HEADS = """
 import torch

@@ -888,10 +888,15 @@ class Interpreter:
     def _e_compare(self, node: ast.Compare, frame: Frame) -> Value:
         left = self.ev(node.left, frame)
         tensor = isinstance(left, Tensor)
-        for comparator in node.comparators:
-            tensor = isinstance(self.ev(comparator, frame), Tensor) or tensor
+        rights = [self.ev(comparator, frame) for comparator in node.comparators]
+        tensor = tensor or any(isinstance(right, Tensor) for right in rights)
         if tensor and not any(isinstance(o, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for o in node.ops):
             return Tensor(BOOL)
+        if len(node.ops) == 1:
+            local = _local_dtype_read(node.left) or _local_dtype_read(node.comparators[0])
+            if left is UNKNOWN and _local_dtype_read(node.left):
+                left = DType(0, True)  # ``x.dtype`` of a local of unknown value: a tensor's, unknown
+            return Scalar("bool", dtype_test(node.ops[0], left, rights[0], unknown_is_not_half=local))
         return Scalar("bool")
 
     def _e_ifexp(self, node: ast.IfExp, frame: Frame) -> Value:
@@ -1532,12 +1537,71 @@ def _truth(node: ast.AST, value: Value) -> Optional[bool]:
     if isinstance(node, (ast.Name, ast.Attribute)) and (getattr(node, "id", None) == "TYPE_CHECKING"
                                                        or getattr(node, "attr", None) == "TYPE_CHECKING"):
         return False
+    if isinstance(node, ast.Compare) and isinstance(value, Scalar) and isinstance(value.value, bool):
+        return value.value  # a dtype test (:func:`dtype_test`)
     if isinstance(node, ast.Name) and isinstance(value, Scalar):
         if value.kind == "none":
             return False
         if value.kind in ("bool", "int", "float") and isinstance(value.value, (bool, int, float)):
             return bool(value.value)
     return None
+
+
+def _local_dtype_read(node: ast.AST) -> bool:
+    """``x.dtype`` on a local or parameter (an activation), not on ``self`` (the module's own
+    weights: ``self.weight.dtype``, ``self.dtype``)."""
+    return (isinstance(node, ast.Attribute) and node.attr == "dtype" and isinstance(node.value, ast.Name)
+            and node.value.id != "self")
+
+
+def dtype_test(op: ast.cmpop, left: Value, right: Value, unknown_is_not_half: bool = False) -> Optional[bool]:
+    """The outcome of ``x.dtype == torch.float16`` (``!=``, ``is``, ``is not``, ``in (...)``,
+    ``not in``) when the dtypes decide it, else None.
+
+    With ``unknown_is_not_half`` (a test on an activation's dtype), a test *for a half dtype* on
+    a value whose dtype is unknown is false: a branch that runs only when the input is already
+    half (``if x.dtype == torch.float16: ...; out = out.half()``, restoring the caller's
+    precision) is no evidence that anything is half. A test on a module's own weights
+    (``if self.weight.dtype == torch.float16: x = x.half()``) stays undecided: the module is
+    written to run cast to half, and the finding names that condition. Tests for other dtypes on
+    an unknown one stay undecided."""
+    if isinstance(op, (ast.In, ast.NotIn)):
+        members = right.items if isinstance(right, Seq) else None
+        if not members or not all(_literal_dtype(m) for m in members):
+            return None
+        wanted = 0
+        for member in members:
+            wanted |= member.dtypes  # type: ignore[attr-defined]
+        tested = left
+    elif isinstance(op, (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)):
+        if _literal_dtype(right):
+            tested, wanted = left, right.dtypes  # type: ignore[attr-defined]
+        elif _literal_dtype(left):
+            tested, wanted = right, left.dtypes  # type: ignore[attr-defined]
+        else:
+            return None
+    else:
+        return None
+    if not isinstance(tested, DType):
+        return None
+    unknown = tested.unknown or not tested.dtypes  # no dtype at all: a tensor of unknown dtype
+    if not unknown and not tested.dtypes & ~wanted:
+        outcome: Optional[bool] = True
+    elif tested.dtypes & wanted:
+        outcome = None
+    elif not unknown or (unknown_is_not_half and not wanted & ~HALF):
+        outcome = False
+    else:
+        outcome = None
+    if outcome is None or isinstance(op, (ast.Eq, ast.Is, ast.In)):
+        return outcome
+    return not outcome
+
+
+def _literal_dtype(value: Value) -> bool:
+    """A single dtype known exactly (``torch.float16``, or read off a value known to be float16)."""
+    return (isinstance(value, DType) and bool(value.dtypes) and not value.dtypes & (value.dtypes - 1)
+            and not value.unknown)
 
 
 def _unpack(value: Value, count: int) -> Optional[List[Value]]:
