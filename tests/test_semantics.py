@@ -667,6 +667,108 @@ def test_a_module_that_tests_its_own_weights_for_half_may_run_in_half(tmp_path: 
     assert values and all("float16" in value and "float32" in value for value in values), values
 
 
+def _codes(tmp_path: Path, code: str) -> List[str]:
+    """``path:line: CODE`` of each finding of ``amp-lint check`` on ``code`` (as ``m.py``)."""
+    (tmp_path / "m.py").write_text(textwrap.dedent(code).lstrip("\n"), encoding="utf-8")
+    result = subprocess.run([sys.executable, "-m", "amp_lint", "check", "--isolated", "--no-cache",
+                             "--output-format", "json", str(tmp_path / "m.py")], capture_output=True, text=True)
+    return [f"{f['location']['row']}: {f['code']}" for f in json.loads(result.stdout or "[]")]
+
+
+def test_a_branch_on_a_default_no_caller_passes_is_not_taken(tmp_path: Path) -> None:
+    """``if labels is not None:`` in the forward of a half model that every call of the program
+    leaves without labels is dead: the call sites decide it, and so does the run of the half
+    model's forward (seeded with unknown inputs), which keeps the defaults no call passes."""
+    code = """
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+    class Head(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 4)
+        def forward(self, x, labels=None):
+            logits = self.fc(x)
+            if labels is not None:
+                return F.cross_entropy(logits, labels)
+            return logits
+    model = Head().half()
+    out = model(torch.randn(2, 8).half())
+    loss = F.cross_entropy(out.float(), torch.tensor([1, 2]))
+    """
+    assert _codes(tmp_path, code) == []
+    passes = code.replace("out = model(torch.randn(2, 8).half())",
+                          "out = model(torch.randn(2, 8).half(), torch.tensor([1, 2]))")
+    assert _codes(tmp_path, passes) == ["11: AMP202"]
+
+
+def test_a_none_test_on_a_module_global_stays_undecided(tmp_path: Path) -> None:
+    """A module global that is None at the top level may be set by a function through ``global``:
+    ``x is None`` read in a function is not decided by the top-level value, while a local's is."""
+    code = """
+    import torch
+    _GROUP = None
+    def init():
+        global _GROUP
+        _GROUP = torch.randn(3).half()
+    def group():
+        g = _GROUP is None
+        g  # <-
+        return _GROUP
+    def local(labels=None):
+        l = labels is None
+        l  # <-
+    init()
+    group()
+    local()
+    """
+    assert value_of(tmp_path, {"m.py": code}, "m.py", "g  # <-", "g") == ["scalar"]
+    assert value_of(tmp_path, {"m.py": code}, "m.py", "l  # <-", "l") == ["scalar True"]
+
+
+def test_a_dict_key_never_stored_is_not_another_keys_value(tmp_path: Path) -> None:
+    """``batch["mask"] = mask.half()`` on a dict whose other keys are unknown does not make
+    ``batch["ids"]`` half: a constant key reads its own value, or the values stored under unknown keys."""
+    code = """
+    import torch
+    def load(keys):
+        out = {}
+        for key in keys:
+            out[key] = torch.zeros(3, dtype=torch.int64)
+        return out
+    batch = load(["ids", "mask"])
+    batch["mask"] = batch["mask"].float().half()
+    ids, mask = batch["ids"], batch["mask"]
+    ids, mask  # <-
+    """
+    values = values_at(tmp_path, {"m.py": code}, "m.py", "# <-")[0]
+    assert values["ids"] == "tensor int64", values
+    assert values["mask"] == "tensor float16", values
+
+
+def test_a_parameter_list_child_of_a_half_model_is_half(tmp_path: Path) -> None:
+    """Indexing (or iterating) a ParameterList/ModuleList of a module cast to half reads the
+    children in half, as reading a field of it does."""
+    code = """
+    import torch
+    from torch import nn
+    class Proj(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.projs = nn.ParameterList()
+            self.projs.append(nn.Parameter(torch.randn(4, 4)))
+        def forward(self, x):
+            p = self.projs[0]
+            for q in self.projs:
+                q  # <-
+            return x @ p
+    model = Proj().half()
+    model(torch.randn(2, 4).half())
+    """
+    values = values_at(tmp_path, {"m.py": code}, "m.py", "# <-")
+    assert any(ctx.get("q") == "tensor float16" for ctx in values), values
+
+
 # -- code no run reaches ---------------------------------------------------------------------------
 _HEADS = """
 import torch

@@ -133,6 +133,9 @@ class Interpreter:
         self.seeds: List[Tuple[Module, SourceModule, Optional[Origin]]] = []
         #: (cast site, class) of a half module -> how the program calls it (``__call__``, method names)
         self.half_uses: Dict[Tuple, Set[str]] = {}
+        #: id(function node) -> the parameters some call of it passes ("*": a call passes ``*args``
+        #: or ``**kwargs`` of unknown content)
+        self.passed_args: Dict[int, Set[str]] = {}
         #: creation sites of optimizers passed to a wrapper that keeps fp32 master weights
         self.master_wrapped: Set[str] = set()
         #: texts of the branch conditions some half evidence was marked with (``args.fp16``)
@@ -265,7 +268,9 @@ class Interpreter:
 
     def analyse_seed(self, seed: Module, where: SourceModule, origin: Optional[Origin],
                      done: Set[Tuple[int, Module]]) -> None:
-        """Run ``forward`` of a half module with unknown inputs (its parameters decide)."""
+        """Run ``forward`` of a half module with unknown inputs (its parameters decide). When the
+        program calls the module itself, a parameter with a default that no call passes keeps its
+        default (``labels=None`` where no caller passes labels): the run takes no branch no caller takes."""
         if not isinstance(seed.cls, ClassVal):
             key = (id(seed.cls), seed)
             if key in done:
@@ -293,6 +298,12 @@ class Interpreter:
         site = CallSite(origin.path if origin else where.relpath, origin.line if origin else 0, forward.qualname,
                         seeded=self._seed_is_guess(seed, origin))
         env, names = bind_arguments(forward.node, seed, [UNKNOWN] * max(count, 0), {}, None)
+        uses = self.half_uses.get(_use_key(seed, origin), set()) if origin is not None else set()
+        passed = self.passed_args.get(id(forward.node))
+        if uses & {"__call__", "forward"} and passed is not None and "*" not in passed:
+            for name, default in parameter_defaults(forward.node, forward.module.relpath).items():
+                if name not in passed:
+                    env[name] = default
         self._invoke(forward, env, names, None, (site,), origin=None)
         del frame
 
@@ -829,15 +840,20 @@ class Interpreter:
             for k, v in container.items:
                 if key is not None and k == key:
                     return v
-            return element(Seq(tuple(v for _, v in container.items))) if container.items else UNKNOWN
-        if isinstance(container, Module):
+            if key is not None:  # not a value stored under another constant key: one stored under an
+                # unknown key (``out[name] = ...`` in a loop), or, if none, unknown
+                values = tuple(v for k, v in container.items if k is None)
+            else:
+                values = tuple(v for _, v in container.items)
+            return element(Seq(values)) if values else UNKNOWN
+        if isinstance(container, Module):  # a child of ModuleList/Sequential/ParameterList follows its cast
             if container.items:
                 key = index.value if isinstance(index, Scalar) and isinstance(index.value, int) else None
                 if key is not None and -len(container.items) <= key < len(container.items):
-                    return container.items[key]
+                    return adopt(container.items[key], container)
                 if isinstance(node.slice, ast.Slice):
                     return container
-                return element(Seq(container.items))
+                return adopt(element(Seq(container.items)), container)
             return UNKNOWN
         if isinstance(container, Obj) and container.kind == "namespace":
             key = index.value if isinstance(index, Scalar) else None
@@ -892,6 +908,11 @@ class Interpreter:
         tensor = tensor or any(isinstance(right, Tensor) for right in rights)
         if tensor and not any(isinstance(o, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for o in node.ops):
             return Tensor(BOOL)
+        if len(node.ops) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)) \
+                and isinstance(node.comparators[0], ast.Constant) and node.comparators[0].value is None:
+            known = not isinstance(node.left, ast.Name) or (
+                node.left.id in frame.env if frame.info is not None else node.left.id not in frame.module.overridable)
+            return Scalar("bool", none_test(node.ops[0], left) if known else None)
         if len(node.ops) == 1:
             local = _local_dtype_read(node.left) or _local_dtype_read(node.comparators[0])
             if left is UNKNOWN and _local_dtype_read(node.left):
@@ -1105,7 +1126,7 @@ class Interpreter:
             if isinstance(option, Tensor):
                 out = join(out, replace(option, param=False))
             elif isinstance(option, Module):
-                out = join(out, element(Seq(option.items)) if option.items else UNKNOWN)
+                out = join(out, adopt(element(Seq(option.items)), option) if option.items else UNKNOWN)
             elif isinstance(option, Obj) and option.kind == "parameters":
                 out = join(out, torch_api.params_tensor(option))
             elif isinstance(option, DictVal):
@@ -1254,7 +1275,8 @@ class Interpreter:
             bound = None
         elif any(isinstance(d, Builtin) and d.name == "classmethod" for d in decorators):
             bound = bound.cls if isinstance(bound, (Module, Instance)) else bound  # type: ignore[union-attr]
-        env, names = bind_arguments(fnode, bound, args, kwargs, None, info.module.relpath)
+        env, names = bind_arguments(fnode, bound, args, kwargs, None, info.module.relpath,
+                                    self.passed_args.setdefault(id(fnode), set()))
         state, origin = frame.state, frame.autocast_origin
         for dec in decorators:
             for option in torch_api.autocast_states(dec, state, origin, self.device):
@@ -1355,8 +1377,10 @@ class _ClassNamespace(dict):
 
 
 def bind_arguments(node: ast.AST, bound: Optional[Value], args: List[Value], kwargs: Dict[str, Value],
-                   defaults: Optional[Dict[str, Value]], relpath: str = "") -> Tuple[Dict[str, Value], List[str]]:
-    """Parameter name -> value for a call (unknown where the call does not say)."""
+                   defaults: Optional[Dict[str, Value]], relpath: str = "",
+                   passed: Optional[Set[str]] = None) -> Tuple[Dict[str, Value], List[str]]:
+    """Parameter name -> value for a call (unknown where the call does not say); adds the names
+    the call passes to ``passed`` ("*" for ``*args``/``**kwargs`` of unknown content)."""
     spec = node.args  # type: ignore[attr-defined]
     positional = [a.arg for a in spec.posonlyargs + spec.args]
     names = positional + [a.arg for a in spec.kwonlyargs]
@@ -1390,6 +1414,10 @@ def bind_arguments(node: ast.AST, bound: Optional[Value], args: List[Value], kwa
     if spec.kwarg:
         names.append(spec.kwarg.arg)
         env[spec.kwarg.arg] = DictVal(tuple((k, v) for k, v in kwargs.items() if k not in names and k != "**"))
+    if passed is not None:
+        passed.update(env)
+        if unknown_rest:
+            passed.add("*")
     # defaults, as literal values where they are constants
     pos_defaults = spec.defaults
     for name, default in zip(positional[len(positional) - len(pos_defaults):], pos_defaults):
@@ -1401,6 +1429,17 @@ def bind_arguments(node: ast.AST, bound: Optional[Value], args: List[Value], kwa
     for name in names:
         env.setdefault(name, UNKNOWN)
     return env, names
+
+
+def parameter_defaults(node: ast.AST, relpath: str) -> Dict[str, Value]:
+    """Parameter name -> its default's value (:func:`_default_value`), for parameters with one."""
+    spec = node.args  # type: ignore[attr-defined]
+    positional = [a.arg for a in spec.posonlyargs + spec.args]
+    out = {name: _default_value(default, relpath)
+           for name, default in zip(positional[len(positional) - len(spec.defaults):], spec.defaults)}
+    out.update((arg.arg, _default_value(default, relpath))
+               for arg, default in zip(spec.kwonlyargs, spec.kw_defaults) if default is not None)
+    return out
 
 
 def _default_value(node: ast.AST, relpath: str = "") -> Value:
@@ -1545,6 +1584,20 @@ def _truth(node: ast.AST, value: Value) -> Optional[bool]:
         if value.kind in ("bool", "int", "float") and isinstance(value.value, (bool, int, float)):
             return bool(value.value)
     return None
+
+
+def none_test(op: ast.cmpop, value: Value) -> Optional[bool]:
+    """The outcome of ``x is None`` (``is not None``) when ``x`` is known: None (a default the
+    caller did not pass), or a tensor, module or function on every path. The caller leaves a
+    module global read in a function undecided (``assert _GROUP is not None``: another function
+    sets it through ``global``)."""
+    if value == NONE:
+        outcome: Optional[bool] = True
+    elif all(isinstance(option, (Tensor, Module, FuncVal, ClassVal)) for option in options(value)):
+        outcome = False
+    else:
+        return None
+    return outcome if isinstance(op, ast.Is) else not outcome
 
 
 def _local_dtype_read(node: ast.AST) -> bool:
