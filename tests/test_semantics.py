@@ -45,6 +45,14 @@ def one(tmp_path: Path, code: str, marker: str, expression: str) -> List[str]:
     return value_of(tmp_path, {"m.py": code}, "m.py", marker, expression)
 
 
+def _codes(tmp_path: Path, code: str) -> List[str]:
+    """``line: CODE`` of each finding of ``amp-lint check`` on ``code`` (as ``m.py``)."""
+    (tmp_path / "m.py").write_text(textwrap.dedent(code).lstrip("\n"), encoding="utf-8")
+    result = subprocess.run([sys.executable, "-m", "amp_lint", "check", "--isolated", "--no-cache",
+                             "--output-format", "json", str(tmp_path / "m.py")], capture_output=True, text=True)
+    return [f"{f['location']['row']}: {f['code']}" for f in json.loads(result.stdout or "[]")]
+
+
 # -- values flow through calls -------------------------------------------------------------------
 def test_return_values_flow_to_callers(tmp_path: Path) -> None:
     code = """
@@ -630,10 +638,10 @@ def test_a_cast_back_to_the_callers_half_is_no_evidence_of_half(tmp_path: Path) 
         if inp.dtype not in (torch.float16, torch.bfloat16):
             return inp
         return inp.float().exp().to(inp.dtype)
-    u = fused_op(load_features())
+    u = fused_op(torch.randn(3, dtype=pick_dtype()))
     h = fused_op(torch.randn(3).half())
     f = fused_op(torch.randn(3))
-    v = also(load_features())
+    v = also(torch.randn(3, dtype=pick_dtype()))
     w = also(torch.randn(3))
     u, h, f, v, w  # <-
     """
@@ -643,6 +651,29 @@ def test_a_cast_back_to_the_callers_half_is_no_evidence_of_half(tmp_path: Path) 
     assert values["f"] == "tensor float32"
     assert "16" not in values["v"], values["v"]
     assert values["w"] == "tensor float32"
+
+
+def test_a_dtype_test_on_a_config_of_unknown_value_stays_undecided(tmp_path: Path) -> None:
+    """``cfg.dtype == torch.float16`` reads an unknown object, maybe a config, not an activation:
+    the branch that casts the model to half may run, and its softmax is found."""
+    code = """
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 8)
+        def forward(self, x):
+            return F.softmax(self.fc(x), -1)
+    def main(cfg):
+        model = Net()
+        if cfg.dtype == torch.float16:
+            model = model.half()
+        return model(torch.randn(2, 8).to(cfg.dtype))
+    main(load_config())
+    """
+    assert _codes(tmp_path, code) == ["9: AMP201"]
 
 
 def test_a_module_that_tests_its_own_weights_for_half_may_run_in_half(tmp_path: Path) -> None:
@@ -665,14 +696,6 @@ def test_a_module_that_tests_its_own_weights_for_half_may_run_in_half(tmp_path: 
     """
     values = value_of(tmp_path, {"m.py": code}, "m.py", "# <-", "x")
     assert values and all("float16" in value and "float32" in value for value in values), values
-
-
-def _codes(tmp_path: Path, code: str) -> List[str]:
-    """``path:line: CODE`` of each finding of ``amp-lint check`` on ``code`` (as ``m.py``)."""
-    (tmp_path / "m.py").write_text(textwrap.dedent(code).lstrip("\n"), encoding="utf-8")
-    result = subprocess.run([sys.executable, "-m", "amp_lint", "check", "--isolated", "--no-cache",
-                             "--output-format", "json", str(tmp_path / "m.py")], capture_output=True, text=True)
-    return [f"{f['location']['row']}: {f['code']}" for f in json.loads(result.stdout or "[]")]
 
 
 def test_a_branch_on_a_default_no_caller_passes_is_not_taken(tmp_path: Path) -> None:

@@ -914,11 +914,19 @@ class Interpreter:
                 node.left.id in frame.env if frame.info is not None else node.left.id not in frame.module.overridable)
             return Scalar("bool", none_test(node.ops[0], left) if known else None)
         if len(node.ops) == 1:
-            local = _local_dtype_read(node.left) or _local_dtype_read(node.comparators[0])
-            if left is UNKNOWN and _local_dtype_read(node.left):
-                left = DType(0, True)  # ``x.dtype`` of a local of unknown value: a tensor's, unknown
-            return Scalar("bool", dtype_test(node.ops[0], left, rights[0], unknown_is_not_half=local))
+            activation = self._activation_dtype_read(node.left, frame) \
+                or self._activation_dtype_read(node.comparators[0], frame)
+            return Scalar("bool", dtype_test(node.ops[0], left, rights[0], unknown_is_not_half=activation))
         return Scalar("bool")
+
+    @staticmethod
+    def _activation_dtype_read(node: ast.AST, frame: Frame) -> bool:
+        """``x.dtype`` of an activation: ``x`` (already evaluated) is a tensor on every path and
+        no parameter (not ``self.weight.dtype``, nor a module's or a config's ``dtype``)."""
+        if not (isinstance(node, ast.Attribute) and node.attr == "dtype"):
+            return False
+        receiver = frame.record.values.get(id(node.value))
+        return receiver is not None and all(isinstance(o, Tensor) and not o.param for o in options(receiver))
 
     def _e_ifexp(self, node: ast.IfExp, frame: Frame) -> Value:
         test = self.ev(node.test, frame)
@@ -1418,14 +1426,9 @@ def bind_arguments(node: ast.AST, bound: Optional[Value], args: List[Value], kwa
         passed.update(env)
         if unknown_rest:
             passed.add("*")
-    # defaults, as literal values where they are constants
-    pos_defaults = spec.defaults
-    for name, default in zip(positional[len(positional) - len(pos_defaults):], pos_defaults):
-        if name not in env:
-            env[name] = UNKNOWN if unknown_rest else _default_value(default, relpath)
-    for arg, default in zip(spec.kwonlyargs, spec.kw_defaults):
-        if arg.arg not in env:
-            env[arg.arg] = UNKNOWN if (unknown_rest or default is None) else _default_value(default, relpath)
+    if not unknown_rest:  # defaults, as literal values where they are constants
+        for name, default in parameter_defaults(node, relpath).items():
+            env.setdefault(name, default)
     for name in names:
         env.setdefault(name, UNKNOWN)
     return env, names
@@ -1577,7 +1580,7 @@ def _truth(node: ast.AST, value: Value) -> Optional[bool]:
                                                        or getattr(node, "attr", None) == "TYPE_CHECKING"):
         return False
     if isinstance(node, ast.Compare) and isinstance(value, Scalar) and isinstance(value.value, bool):
-        return value.value  # a dtype test (:func:`dtype_test`)
+        return value.value  # a dtype or None test (:func:`dtype_test`, :func:`none_test`)
     if isinstance(node, ast.Name) and isinstance(value, Scalar):
         if value.kind == "none":
             return False
@@ -1598,13 +1601,6 @@ def none_test(op: ast.cmpop, value: Value) -> Optional[bool]:
     else:
         return None
     return outcome if isinstance(op, ast.Is) else not outcome
-
-
-def _local_dtype_read(node: ast.AST) -> bool:
-    """``x.dtype`` on a local or parameter (an activation), not on ``self`` (the module's own
-    weights: ``self.weight.dtype``, ``self.dtype``)."""
-    return (isinstance(node, ast.Attribute) and node.attr == "dtype" and isinstance(node.value, ast.Name)
-            and node.value.id != "self")
 
 
 def dtype_test(op: ast.cmpop, left: Value, right: Value, unknown_is_not_half: bool = False) -> Optional[bool]:
