@@ -137,6 +137,40 @@ def test_inherited_and_super_methods_run_with_the_subclass_instance(tmp_path: Pa
     assert "tensor float16" in found and all(v.startswith("tensor float16") for v in found)
 
 
+def test_autograd_function_apply_runs_its_static_forward(tmp_path: Path) -> None:
+    code = """
+    import torch
+    from torch.autograd import Function
+    from torch.amp import custom_fwd
+
+    class ScaledExp(Function):
+        @staticmethod
+        def forward(ctx, x, scale):
+            ctx.scale = scale
+            y = (x * scale).exp()  # <- plain
+            return y
+        @staticmethod
+        def backward(ctx, g):
+            return g, None
+
+    class Fp32Exp(Function):
+        @staticmethod
+        @custom_fwd(device_type="cuda", cast_inputs=torch.float32)
+        def forward(ctx, x):
+            return x.exp()  # <- fp32
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    h = torch.randn(4, 4).half()
+    a = ScaledExp.apply(h, 2.0)
+    b = Fp32Exp.apply(h)
+    """
+    assert one(tmp_path, code, "# <- plain", "y") == ["tensor float16"]
+    assert one(tmp_path, code, "# <- fp32", "x.exp()") == ["tensor float32"]
+    assert one(tmp_path, code, "a = ", "a") == ["tensor float16"]
+
+
 # -- unknown is unknown ----------------------------------------------------------------------------
 def test_unknown_values_are_not_float32(tmp_path: Path) -> None:
     code = """

@@ -128,11 +128,13 @@ BOUNDED_MODULES = frozenset({
 #: Ops whose result dtype is the first tensor input's (shape/view/elementwise ops, unlisted).
 #: Anything not in OPS is treated this way, so this set only documents intent.
 
-#: Optimizers whose default eps underflows in fp16 (torch 2.13 signatures: Adam/AdamW/Adamax/NAdam/
-#: RAdam/RMSprop eps=1e-8, Adagrad eps=1e-10) and that take ``fused=`` (fused kernels compute in fp32,
-#: measured with torch 2.13.0+cpu: Adam eps=1e-8 over fp16 params is NaN in 3 steps, finite with fused=True).
-EPS_OPTIMIZERS: Dict[str, float] = {
-    "Adam": 1e-8, "AdamW": 1e-8, "Adamax": 1e-8, "NAdam": 1e-8, "RAdam": 1e-8, "RMSprop": 1e-8, "Adagrad": 1e-10,
+#: Optimizers whose default eps underflows in fp16, as (default eps, positional index of ``eps``
+#: with ``params`` at 0), from the torch 2.13 signatures. All but SparseAdam take ``fused=`` (fused
+#: kernels compute in fp32, measured with torch 2.13.0+cpu: Adam eps=1e-8 over fp16 params is NaN in
+#: 3 steps, finite with fused=True).
+EPS_OPTIMIZERS: Dict[str, Tuple[float, int]] = {
+    "Adam": (1e-8, 3), "AdamW": (1e-8, 3), "Adamax": (1e-8, 3), "NAdam": (1e-8, 3), "RAdam": (1e-8, 3),
+    "RMSprop": (1e-8, 3), "SparseAdam": (1e-8, 3), "Adagrad": (1e-10, 5),
 }
 
 
@@ -256,6 +258,12 @@ MODULE_WRAPPERS = frozenset({
     "torch.nn.utils.weight_norm", "torch.nn.utils.spectral_norm", "torch.nn.utils.parametrizations.weight_norm",
     "torch.nn.utils.parametrizations.spectral_norm", "torch.nn.SyncBatchNorm.convert_sync_batchnorm",
     "torch.distributed.fsdp.FullyShardedDataParallel", "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
+})
+
+#: Bases of custom autograd functions: ``Fn.apply(*args)`` runs the static ``Fn.forward(ctx, *args)``
+#: in the caller's autocast state (torch/autograd/function.py, torch 2.13).
+AUTOGRAD_FUNCTION_BASES = frozenset({
+    "torch.autograd.Function", "torch.autograd.function.Function", "torch.autograd.function.InplaceFunction",
 })
 
 #: apex ``amp`` O1 (removed from apex in 2025; NVIDIA/apex ``apex/amp/lists/*.py`` at the parent of

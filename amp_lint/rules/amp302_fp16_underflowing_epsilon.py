@@ -77,8 +77,48 @@ class Fp16UnderflowingEpsilon(Rule):
         x = torch.randn(8, 64)
         y = x / (x.norm(dim=-1, keepdim=True) + 1e-8)
         """),
+        Valid("""
+        import torch
+        import torch.nn as nn
+        net = nn.Linear(8, 8).half()
+        opt = torch.optim.RMSprop(net.parameters(), 1e-2, 0.99, 1e-4)
+        """),
     ]
     INVALID = [
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+            net = nn.Linear(8, 8).half()
+            opt = torch.optim.Adagrad(net.parameters(), 0.01, 0, 0, 0, 1e-10)
+            """,
+            expected="""
+            import torch
+            import torch.nn as nn
+            net = nn.Linear(8, 8).half()
+            opt = torch.optim.Adagrad(net.parameters(), 0.01, 0, 0, 0, 1e-4)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+            table = nn.Embedding(5000, 16, sparse=True).half()
+            sparse = []
+            for weight in table.parameters():
+                sparse.append(weight)
+            opt = torch.optim.SparseAdam(sparse, lr=1e-3)
+            """,
+            expected="""
+            import torch
+            import torch.nn as nn
+            table = nn.Embedding(5000, 16, sparse=True).half()
+            sparse = []
+            for weight in table.parameters():
+                sparse.append(weight)
+            opt = torch.optim.SparseAdam(sparse, lr=1e-3, eps=1e-4)
+            """,
+        ),
         Invalid(
             """
             import torch
@@ -158,12 +198,13 @@ class Fp16UnderflowingEpsilon(Rule):
             return
         hazards: List[Hazard] = []
         kind = None
+        optimizer_name = ""
         for obs in self.ctx.observations(node):
             name = callee_name(obs, node) or ""
             short = name.rsplit(".", 1)[-1]
             if name.startswith("torch.optim.") and short in EPS_OPTIMIZERS:
                 hazard = self._optimizer(obs, node, short)
-                kind = "optimizer" if hazard else kind
+                kind, optimizer_name = ("optimizer", short) if hazard else (kind, optimizer_name)
             elif name == "torch.nn.functional.normalize":
                 hazard = self._normalize(obs, node)
                 kind = "normalize" if hazard else kind
@@ -183,7 +224,7 @@ class Fp16UnderflowingEpsilon(Rule):
         plan = None
         if kind == "optimizer":
             plan = FixPlan(f"Use eps={format_number(SAFE_FP16_EPS)}", Applicability.UNSAFE,
-                           lambda fctx: self._fix_optimizer(fctx, node))
+                           lambda fctx: self._fix_optimizer(fctx, node, optimizer_name))
         elif kind == "normalize":
             source = find_arg(node, "input", 0)
             if source is not None and is_simple(source):
@@ -252,12 +293,17 @@ class Fp16UnderflowingEpsilon(Rule):
                            "master weights", "PURE_FP16", tensor)
 
     @staticmethod
-    def _fix_optimizer(fctx: FixContext, node: ast.Call) -> Optional[CstFix]:
+    def _fix_optimizer(fctx: FixContext, node: ast.Call, short: str) -> Optional[CstFix]:
         call = fctx.node(node)
-        if not isinstance(call, cst.Call):
+        if not isinstance(call, cst.Call) or any(arg.star for arg in call.args):
             return None
         fix = CstFix(f"Use eps={format_number(SAFE_FP16_EPS)}", Applicability.UNSAFE)
         new_eps = cst.Float("1e-4")
+        positional = [arg for arg in call.args if arg.keyword is None]
+        position = EPS_OPTIMIZERS[short][1]
+        if len(positional) > position:
+            fix.replace(positional[position].value, new_eps)
+            return fix
         for arg in call.args:
             if arg.keyword is not None and arg.keyword.value == "eps":
                 fix.replace(arg.value, new_eps)

@@ -27,6 +27,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
+from amp_lint.data import ops as optable
 from amp_lint.semantics import torch_api
 from amp_lint.semantics.program import ClassInfo, FunctionInfo, ModuleIndex, Namespace, SourceModule
 from amp_lint.semantics.values import (
@@ -1051,6 +1052,8 @@ class Interpreter:
                 return FuncVal(found)
             if found is None and name == "from_pretrained":
                 return Method(receiver, name)  # inherited from a library base class
+            if found is None and name == "apply" and self.is_autograd_function(receiver.info):
+                return Method(receiver, name)
             return found if found is not None else UNKNOWN
         if isinstance(receiver, Obj):
             return torch_api.obj_attr(receiver, name)
@@ -1061,6 +1064,11 @@ class Interpreter:
         if isinstance(receiver, FuncVal):
             return UNKNOWN
         return UNKNOWN
+
+    def is_autograd_function(self, info: ClassInfo) -> bool:
+        """Whether ``info`` derives from ``torch.autograd.Function``."""
+        return any(isinstance(option, Ext) and option.name in optable.AUTOGRAD_FUNCTION_BASES
+                   for cls in self.mro(info) for base in cls.bases for option in options(base))
 
     def class_lookup(self, info: ClassInfo, name: str, skip: int = 0) -> Optional[Any]:
         """``name`` along the MRO of ``info`` (methods as FunctionInfo, class attributes as values)."""
@@ -1222,6 +1230,12 @@ class Interpreter:
 
     def call_method(self, receiver: Value, name: str, args: List[Value], kwargs: Dict[str, Value], frame: Frame,
                     node: Optional[ast.AST]) -> Value:
+        if isinstance(receiver, ClassVal) and name == "apply":
+            forward = self.class_lookup(receiver.info, "forward")
+            if not isinstance(forward, FunctionInfo):
+                return UNKNOWN
+            # ``Fn.apply(*args)`` runs ``Fn.forward(ctx, *args)``; ctx is opaque (save_for_backward etc.)
+            return self.call_function(forward, None, [UNKNOWN] + list(args), kwargs, frame, node, effects=False)
         if isinstance(receiver, Tensor):
             return torch_api.tensor_method(self, frame, receiver, name, args, kwargs, node)
         if isinstance(receiver, Module):
@@ -1276,7 +1290,7 @@ class Interpreter:
 
     # -- user functions --------------------------------------------------------------------------
     def call_function(self, info: FunctionInfo, bound: Optional[Value], args: List[Value], kwargs: Dict[str, Value],
-                      frame: Frame, node: Optional[ast.AST]) -> Value:
+                      frame: Frame, node: Optional[ast.AST], effects: bool = True) -> Value:
         fnode = info.node
         decorators = getattr(info, "decorators", ())
         if any(isinstance(d, Builtin) and d.name == "staticmethod" for d in decorators):
@@ -1298,7 +1312,7 @@ class Interpreter:
         summary = self._invoke(info, env, names, state, stack, origin=origin)
         if summary is None:
             return UNKNOWN
-        if summary.effects and isinstance(node, ast.Call):
+        if effects and summary.effects and isinstance(node, ast.Call):
             self._apply_effects(summary.effects, node, bound, frame)
         return summary.returns
 

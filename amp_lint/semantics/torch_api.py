@@ -960,9 +960,12 @@ def make_optimizer(qualified: str, positional: List[Value], kwargs: Dict[str, Va
     short = qualified.rsplit(".", 1)[-1]
     params = positional[0] if positional else kwargs.get("params", UNKNOWN)
     eps = kwargs.get("eps")
-    if eps is None:
-        default = optable.EPS_OPTIMIZERS.get(short)
-        eps = Scalar("float", default) if default is not None else NONE
+    known = optable.EPS_OPTIMIZERS.get(short)
+    if eps is None and known is not None:
+        default, position = known
+        eps = positional[position] if len(positional) > position else Scalar("float", default)
+    elif eps is None:
+        eps = NONE
     fused = kwargs.get("fused") or Scalar("bool", False)
     return obj("optimizer", name=Scalar("str", qualified), params=params, eps=eps, fused=fused,
                master=Scalar("bool", False), site=Scalar("str", site))
