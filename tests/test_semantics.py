@@ -368,6 +368,28 @@ def test_the_else_branch_of_the_flag_is_not_half(tmp_path: Path) -> None:
     assert one(tmp_path, code, "# <- not", "out") == ["tensor float32"]
 
 
+def test_a_test_that_excludes_the_cast_condition_drops_the_half_evidence(tmp_path: Path) -> None:
+    code = """
+    import torch
+    encoder = torch.nn.Linear(4, 4)
+    if cfg.mode == "inference" and cfg.device == "cuda":
+        encoder.half()
+    if cfg.mode == "train":
+        encoder  # <- train
+    elif cfg.mode in ("eval", "inference"):
+        encoder  # <- eval
+    else:
+        encoder  # <- other
+    if cfg.mode != "inference":
+        encoder  # <- not
+    """
+    assert one(tmp_path, code, "# <- train", "encoder") == ["module torch.nn.Linear with float32 parameters"]
+    assert one(tmp_path, code, "# <- eval", "encoder")[0].startswith(
+        "module torch.nn.Linear with float16 or float32 parameters")
+    assert one(tmp_path, code, "# <- other", "encoder") == ["module torch.nn.Linear with float32 parameters"]
+    assert one(tmp_path, code, "# <- not", "encoder") == ["module torch.nn.Linear with float32 parameters"]
+
+
 def test_an_else_branch_cast_holds_when_the_test_is_false(tmp_path: Path) -> None:
     code = """
     import torch

@@ -141,6 +141,8 @@ class Interpreter:
         self.master_wrapped: Set[str] = set()
         #: texts of the branch conditions some half evidence was marked with (``args.fp16``)
         self.conditions: Set[str] = set()
+        #: such a condition's test and whether the text is its negation (for exclusive tests)
+        self.condition_tests: Dict[str, Tuple[ast.AST, bool]] = {}
         #: ids of torch.nn constructor calls whose module ran in half (cast, or called under autocast)
         self.half_layers: Set[int] = set()
 
@@ -520,8 +522,8 @@ class Interpreter:
         false_in_else: List[str] = []
         if self.conditions:  # only once some evidence is conditional
             false_in_then, false_in_else = _refuted_flags(node.test, frame.module)
-            false_in_then = [c for c in false_in_then if c in self.conditions]
-            false_in_else = [c for c in false_in_else if c in self.conditions]
+            false_in_then = [c for c in false_in_then if c in self.conditions] + self._excluded_by(node.test)
+            false_in_else = [c for c in false_in_else if c in self.conditions] + self._excluded_by(_negated(node.test))
         frame.env = _refine(before, false_in_then)
         alive_then = self.exec_block(node.body, frame)
         env_then = frame.env
@@ -535,6 +537,16 @@ class Interpreter:
                               lambda: self._condition_texts(node.test, frame.module))
         return True
 
+    def _excluded_by(self, test: ast.AST) -> List[str]:
+        """Conditions false wherever ``test`` holds: ``args.opt == "fused"`` where ``args.opt == "adam"``
+        holds (a conjunct of each compares the same expression with different constants)."""
+        holding = _conjuncts(test)
+        out = []
+        for text, (condition, negated) in self.condition_tests.items():
+            if not negated and any(_exclusive(a, b) for a in _conjuncts(condition) for b in holding):
+                out.append(text)
+        return out
+
     @staticmethod
     def _decide(test: ast.AST, value: Value, frame: Frame) -> Optional[bool]:
         """``_truth``, except for a module constant the module may rebind at run time."""
@@ -547,6 +559,8 @@ class Interpreter:
         """:func:`condition_texts`, remembered as conditions some evidence depends on."""
         texts = condition_texts(test, module)
         self.conditions.update(texts)
+        self.condition_tests.setdefault(texts[0], (test, False))
+        self.condition_tests.setdefault(texts[1], (test, True))
         return texts
 
     def _s_match(self, node: ast.Match, frame: Frame) -> bool:
@@ -1505,6 +1519,53 @@ def _refuted_flags(test: ast.AST, module: SourceModule) -> Tuple[List[str], List
         text, negated = condition_texts(test, module)
         return [negated], [text]
     return [], []
+
+
+def _negated(test: ast.AST) -> ast.AST:
+    """``test``'s negation as a test (``x != c`` for ``x == c``; ``not test`` otherwise)."""
+    flipped = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.In: ast.NotIn, ast.NotIn: ast.In}
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in flipped:
+        return ast.Compare(test.left, [flipped[type(test.ops[0])]()], test.comparators)
+    return ast.UnaryOp(ast.Not(), test)
+
+
+def _conjuncts(test: ast.AST) -> List[ast.AST]:
+    """The tests that hold wherever ``test`` holds (``a and b``: a, b)."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return [part for value in test.values for part in _conjuncts(value)]
+    return [test]
+
+
+def _compared_constants(test: ast.AST) -> Optional[Tuple[str, bool, Tuple[object, ...]]]:
+    """``x == c`` / ``x != c`` / ``x in (c1, c2)`` / ``x not in (...)`` as (dump of x, positive,
+    constants), else None."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return None
+    op, right = test.ops[0], test.comparators[0]
+    if isinstance(op, (ast.Eq, ast.NotEq)) and isinstance(right, ast.Constant):
+        constants: Tuple[object, ...] = (right.value,)
+    elif isinstance(op, (ast.In, ast.NotIn)) and isinstance(right, (ast.Tuple, ast.List, ast.Set)) \
+            and all(isinstance(e, ast.Constant) for e in right.elts):
+        constants = tuple(e.value for e in right.elts)  # type: ignore[attr-defined]
+    else:
+        return None
+    if any(isinstance(c, bool) or c is None for c in constants):
+        return None
+    return ast.dump(test.left), isinstance(op, (ast.Eq, ast.In)), constants
+
+
+def _exclusive(a: ast.AST, b: ast.AST) -> bool:
+    """Whether tests ``a`` and ``b`` cannot both hold: they compare the same expression with
+    constants no value satisfies both ways (``x == "a"`` and ``x == "b"``, ``x == "a"`` and ``x != "a"``)."""
+    left, right = _compared_constants(a), _compared_constants(b)
+    if left is None or right is None or left[0] != right[0]:
+        return False
+    if left[1] and right[1]:
+        return not set(left[2]) & set(right[2])
+    if left[1] != right[1]:
+        positive, negative = (left, right) if left[1] else (right, left)
+        return set(positive[2]) <= set(negative[2])
+    return False
 
 
 def _refine(env: Dict[str, Value], false_conditions: List[str]) -> Dict[str, Value]:
