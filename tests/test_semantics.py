@@ -108,6 +108,42 @@ def test_factories_and_imported_classes(tmp_path: Path) -> None:
     assert value_of(tmp_path, files, "train.py", "# <-", "model") == ["module Net with float16 parameters"]
 
 
+def test_a_model_picked_by_name_from_a_module_is_one_of_what_it_defines(tmp_path: Path) -> None:
+    files = {
+        "zoo/encoders.py": """
+        import torch.nn as nn
+        from zoo.blocks import Block
+        class Tiny(nn.Module):
+            def __init__(self, width=16):
+                super().__init__()
+                self.proj = nn.Linear(width, width)
+            def forward(self, x):
+                return self.proj(x).log_softmax(-1)  # <- forward
+        def tiny_wide(**kw):
+            return Tiny(width=64, **kw)
+        def _private_helper():
+            return 3
+        """,
+        "zoo/blocks.py": """
+        class Block:
+            pass
+        """,
+        "run.py": """
+        import torch
+        from zoo import encoders
+        net = encoders.__dict__[opts.name]().half()
+        other = getattr(encoders, opts.name)()
+        x = torch.randn(2, 16).half()
+        net(x)  # <- picked
+        """,
+    }
+    assert value_of(tmp_path, files, "run.py", "# <- picked", "net") == ["module Tiny with float16 parameters"]
+    assert value_of(tmp_path, files, "run.py", "other = ", "getattr(encoders, opts.name)") == [
+        "classval | funcval"]
+    found = value_of(tmp_path, files, "zoo/encoders.py", "# <- forward", "self.proj(x).log_softmax(-1)")
+    assert any(v.startswith("tensor float16") for v in found)
+
+
 def test_from_pretrained_with_a_half_dtype(tmp_path: Path) -> None:
     code = """
     import torch
@@ -186,6 +222,19 @@ def test_an_unknown_value_softmaxed_is_not_reported(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "amp_lint", "check", "--isolated", "--select", "ALL",
                              str(tmp_path / "m.py")], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout
+
+
+def test_an_unlisted_torch_function_of_a_model_or_an_unknown_is_no_tensor(tmp_path: Path) -> None:
+    code = """
+    import torch
+    net = torch.nn.Linear(4, 4)
+    a = torch.backend_tuner.optimize(net, dtype=torch.float16)  # <- model
+    b = torch.backend_tuner.optimize(load(), dtype=torch.float16)  # <- unknown
+    c = torch.backend_tuner.make(3, 4, dtype=torch.float16)  # <- sizes
+    """
+    assert one(tmp_path, code, "# <- model", "a") == ["unknown"]
+    assert one(tmp_path, code, "# <- unknown", "b") == ["unknown"]
+    assert one(tmp_path, code, "# <- sizes", "c")[0].startswith("tensor float16")
 
 
 # -- torch functions ------------------------------------------------------------------------------

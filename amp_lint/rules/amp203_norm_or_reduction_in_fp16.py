@@ -25,6 +25,10 @@ _TORCH = {"torch.mean": "mean", "torch.sum": "sum", "torch.var": "var", "torch.s
 # Reductions whose result stays within the range of its inputs: their kernels accumulate in fp32, so an fp16
 # mean or std of finite values is finite (of 100 float16 values +-300, var is inf, std 301.5).
 _BOUNDED_BY_INPUT = {"mean", "std", "std_mean"}
+# Statistics that square internally (their kernels accumulate in fp32): the result overflows only for
+# values of abs >= 256 or so, which needs positive evidence, as for AMP204: values from a learned layer
+# (GEMM, convolution, embedding, model call) or parameters.
+_SQUARING = {"var", "var_mean", "norm", "vector_norm"}
 
 
 def squared_base(expr: ast.AST) -> Optional[ast.AST]:
@@ -74,7 +78,10 @@ class NormOrReductionInFp16(Rule):
     `rms_norm` are not reported: their kernels keep statistics and eps in float32. A plain `mean`
     is not reported either: its kernels accumulate in float32 and the result cannot exceed the
     largest input (`torch.ones(100000).half().mean()` is 1.0 while `.sum()` is `inf`), nor a plain
-    `std` (its kernel squares in float32: of 100 float16 values +-300, `std` is 301.5 and `var` is `inf`). Nor are
+    `std` (its kernel squares in float32: of 100 float16 values +-300, `std` is 301.5 and `var` is `inf`).
+    `var` and the norms overflow only for values of abs >= 256 or so, so they need positive evidence
+    that the values can be that large, as AMP204 does: the output of a learned layer (GEMM,
+    convolution, embedding, model call) or a parameter; the var of pixels or noise is not reported. Nor are
     bfloat16 values: bfloat16 has float32's range and the reduction kernels accumulate in float32.
 
     ## Why is this bad?
@@ -101,6 +108,15 @@ class NormOrReductionInFp16(Rule):
       statistics and `eps` in float32
     """
     VALID = [
+        Valid("""
+        # var and norms of values no learned layer produced (pixels, noise, unit vectors) stay small
+        import torch
+        import torch.nn.functional as F
+        pixels = torch.rand(8, 3 * 16 * 16).half()
+        spread = pixels.var(-1)
+        u, w = F.normalize(torch.randn(4, 8).half(), dim=-1), F.normalize(torch.randn(4, 8).half(), dim=-1)
+        gap = (u - w).norm(dim=-1)
+        """),
         Valid("""
         import torch
         import torch.nn as nn
@@ -210,13 +226,15 @@ class NormOrReductionInFp16(Rule):
         Invalid(
             """
             import torch
-            x = torch.randn(8, 64, dtype=torch.float16)
-            v = x.var(-1)
+            proj = torch.nn.Linear(64, 64).half()
+            h = proj(torch.randn(8, 64, dtype=torch.float16))
+            v = h.var(-1)
             """,
             expected="""
             import torch
-            x = torch.randn(8, 64, dtype=torch.float16)
-            v = x.float().var(-1).type_as(x)
+            proj = torch.nn.Linear(64, 64).half()
+            h = proj(torch.randn(8, 64, dtype=torch.float16))
+            v = h.float().var(-1).type_as(h)
             """,
         ),
     ]
@@ -243,6 +261,8 @@ class NormOrReductionInFp16(Rule):
             tensor = half_of(obs, source)
             if tensor is None or not tensor.dtypes & F16 or (obs.cuda_autocast and op in _CUDA_FP32):
                 continue  # bfloat16 cannot overflow here
+            if op in _SQUARING and squared is None and not (tensor.learned or tensor.param):
+                continue  # var/norm of values no learned layer produced (pixels, noise, unit vectors) stay small
             site = found
             what = "mean of squares" if squared is not None else f"`{op}`"
             hazards.append(Hazard(obs, f"{what} computed {obs.where(tensor)}; it overflows above 65504 - compute it "

@@ -388,12 +388,26 @@ class Interpreter:
         value = env.get(name)
         if value is not None:
             return value
+        if name == "__dict__":  # ``models.__dict__[args.arch]``: a registry of what the module defines
+            return DictVal(tuple((key, fn) for key, fn in self.module_callables(module)))
         # a submodule of a package: ``from pkg import mod``
         if module.is_package:
             sub = self.index._lookup(module.folder, name)
             if isinstance(sub, SourceModule):
                 return ModVal(sub)
         return UNKNOWN
+
+    def module_callables(self, module: SourceModule) -> List[Tuple[str, Value]]:
+        """The public classes and functions ``module`` defines itself (what a lookup by a name from
+        the command line, ``getattr(models, args.arch)``, can pick)."""
+        out: List[Tuple[str, Value]] = []
+        for key, value in self.global_env(module).items():
+            if key.startswith("_") or not isinstance(value, (ClassVal, FuncVal)) or value.info.module is not module:
+                continue
+            if isinstance(value, FuncVal) and value.bound is not None:
+                continue
+            out.append((key, value))
+        return out
 
     def exec_import(self, node: ast.AST, frame: Frame) -> None:
         module = frame.module

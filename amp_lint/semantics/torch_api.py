@@ -295,7 +295,7 @@ def apply_op(op: str, inputs: Sequence[Value], frame: "Frame", explicit: Optiona
     dtypes = 0
     graph = 0
     origin = None
-    learned = op in optable.LEARNED_OPS
+    learned = op in optable.LEARNED_OPS and not (op == "einsum" and len(inputs) < 2)  # one operand: a permutation
     for t in tensors:
         dtypes = promote(dtypes, t.dtypes)
         unknown = unknown or t.unknown
@@ -897,6 +897,12 @@ def torch_function(interp: "Interpreter", frame: "Frame", qualified: str, short:
     inputs = _tensor_inputs(short, positional, kwargs)
     if short in optable.OPS or short in optable.LOSSES or optable.TENSOR_ARGS.get(short) == "seq":
         return _with_origin(apply_op(short, inputs, frame, explicit), frame, node)
+    # an unlisted function of a model (``torch.xpu.optimize(model, dtype=...)``) is no tensor op, and
+    # one of an unknown value says nothing about its result even with ``dtype=``
+    given = [option for value in positional for option in options(value)]
+    if any(isinstance(option, (Module, Instance)) for option in given) or (
+            explicit is not None and any(option is UNKNOWN for option in given)):
+        return UNKNOWN
     if explicit is not None:
         return _with_origin(_explicit(explicit), frame, node)
     tensors = _tensors(inputs)
@@ -1139,6 +1145,9 @@ def call_builtin(interp: "Interpreter", frame: "Frame", name: str, args: List[Va
             if found is UNKNOWN and len(positional) > 2:
                 return positional[2]
             return found
+        if isinstance(first, ModVal) and len(positional) == 2:  # ``getattr(models, args.arch)``: what it defines
+            found_any = [value for _, value in interp.module_callables(first.info)]
+            return element(Seq(tuple(found_any))) if found_any else UNKNOWN
         return UNKNOWN
     if name == "setattr" and len(positional) >= 3:
         key = positional[1]
