@@ -830,6 +830,40 @@ def test_a_branch_on_a_default_no_caller_passes_is_not_taken(tmp_path: Path) -> 
     assert _codes(tmp_path, passes) == ["11: AMP202"]
 
 
+def test_keywords_forwarded_by_a_wrapper_are_the_ones_its_callers_pass(tmp_path: Path) -> None:
+    """``**kwargs`` forwarded by a wrapper holds what its callers passed (after ``pop``), so the
+    wrapped forward's defaults still decide its branches; a call with ``**`` of unknown content
+    may pass anything."""
+    code = """
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+    class Wrapper(nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner.half()
+        def forward(self, *inputs, **kwargs):
+            kwargs.pop("verbose", None)
+            return self.inner(*inputs, **kwargs)
+    class Tagger(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 4)
+        def forward(self, x, mask=None, labels=None):
+            logits = self.fc(x)
+            if labels is not None:
+                return F.cross_entropy(logits, labels)
+            return logits
+    model = Wrapper(Tagger())
+    out = model(torch.randn(2, 8).half(), mask=None, verbose=True)
+    """
+    assert _codes(tmp_path, code) == []
+    unknown = code.replace("mask=None, verbose=True)", "**options)")
+    assert _codes(tmp_path, unknown) == ["18: AMP202"]
+    popped = code.replace('kwargs.pop("verbose", None)', 'kwargs.update(extra)')
+    assert _codes(tmp_path, popped) == ["18: AMP202"]
+
+
 def test_a_none_test_on_a_module_global_stays_undecided(tmp_path: Path) -> None:
     """A module global that is None at the top level may be set by a function through ``global``:
     ``x is None`` read in a function is not decided by the top-level value, while a local's is."""

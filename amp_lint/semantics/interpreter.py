@@ -33,7 +33,7 @@ from amp_lint.semantics.program import ClassInfo, FunctionInfo, ModuleIndex, Nam
 from amp_lint.semantics.values import (
     BOOL, F16, F32, FLOATS, HALF, INT, NONE, UNKNOWN, Builtin, ClassVal, Coll, DictVal, DType, Ext, FuncVal, Star,
     Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Union, Value, element, join, options,
-    promote, with_condition, without_condition,
+    promote, with_condition, without_condition, OPEN_KEYS,
 )
 
 #: An autocast state: None (no autocast) or (device, dtype bit); device "cuda", "cpu" or "apex" (O1).
@@ -327,7 +327,7 @@ class Interpreter:
             values.append(Coll(UNKNOWN))
         if args.kwarg:
             names.append(args.kwarg.arg)
-            values.append(DictVal())
+            values.append(DictVal(OPEN_KEYS))
         state, origin = None, None
         for dec in getattr(info, "decorators", ()):  # ``@torch.autocast("cuda")`` sets the body's state
             for option in torch_api.autocast_states(dec, state, origin, self.device):
@@ -990,7 +990,8 @@ class Interpreter:
         items = []
         for key, value in zip(node.keys, node.values):
             v = self.ev(value, frame)
-            if key is None:
+            if key is None:  # ``{**other, ...}``
+                items.extend(v.items if isinstance(v, DictVal) else OPEN_KEYS)
                 continue
             k = self.ev(key, frame)
             items.append((k.value if isinstance(k, Scalar) else None, v))
@@ -1195,6 +1196,11 @@ class Interpreter:
             value = self.ev(kw.value, frame)
             if kw.arg is not None:
                 kwargs[kw.arg] = value
+            elif isinstance(value, DictVal) and value.items and all(isinstance(k, str) for k, _ in value.items):
+                for key, item in value.items:  # ``f(**kwargs)`` of a dict whose keys are all known
+                    kwargs.setdefault(key, item)
+            elif isinstance(value, DictVal) and not value.items:
+                continue
             else:
                 kwargs["**"] = value
         if isinstance(func, ast.Attribute):
@@ -1463,7 +1469,8 @@ def bind_arguments(node: ast.AST, bound: Optional[Value], args: List[Value], kwa
         env[spec.vararg.arg] = Seq(tuple(extra)) if not unknown_rest else Coll(UNKNOWN)
     if spec.kwarg:
         names.append(spec.kwarg.arg)
-        env[spec.kwarg.arg] = DictVal(tuple((k, v) for k, v in kwargs.items() if k not in names and k != "**"))
+        rest = tuple((k, v) for k, v in kwargs.items() if k not in names and k != "**")
+        env[spec.kwarg.arg] = DictVal(rest + (OPEN_KEYS if unknown_rest else ()))
     if passed is not None:
         passed.update(env)
         if unknown_rest:

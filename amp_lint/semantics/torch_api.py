@@ -17,7 +17,7 @@ from amp_lint.data import training as trainingdata
 from amp_lint.semantics.values import (
     BF16, BOOL, F16, F32, F64, FLOATS, HALF, INT, NONE, UNKNOWN, Autocast, Builtin, ClassVal, Coll, DictVal, DType, Star,
     Ext, FuncVal, Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Union, Value, bits, element,
-    join, obj, options, promote, union_of,
+    join, obj, options, promote, union_of, OPEN_KEYS,
 )
 
 if TYPE_CHECKING:
@@ -597,7 +597,7 @@ def module_method(interp: "Interpreter", frame: "Frame", module: Module, name: s
     if name == "generate":
         return Tensor(INT)
     if name in ("state_dict",):
-        return DictVal()
+        return DictVal(OPEN_KEYS)
     if name in ("merge_and_unload",):
         return module
     if name in ("get_input_embeddings", "get_output_embeddings"):
@@ -1135,6 +1135,10 @@ def call_builtin(interp: "Interpreter", frame: "Frame", name: str, args: List[Va
         items = [(k, v) for k, v in kwargs.items() if k != "**"]
         if isinstance(first, DictVal):
             items = list(first.items) + items
+        elif positional:
+            items = list(OPEN_KEYS) + items  # pairs or a mapping of unknown keys
+        if "**" in kwargs:
+            items += list(OPEN_KEYS)
         return DictVal(tuple(items))
     if name in ("isinstance", "issubclass", "hasattr", "callable", "any", "all"):
         return Scalar("bool")
@@ -1363,7 +1367,14 @@ def python_method(interp: "Interpreter", frame: "Frame", receiver: Value, name: 
             for k, v in receiver.items:
                 if key is not None and k == key:
                     return v
-            return positional[1] if len(positional) > 1 else UNKNOWN
+            if any(k is None for k, _ in receiver.items):  # maybe stored under a key we do not know
+                return UNKNOWN
+            return positional[1] if len(positional) > 1 else NONE
+        if name in ("pop", "update", "setdefault", "clear", "popitem") and isinstance(node, ast.Call) \
+                and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+            found = python_method(interp, frame, receiver, "get", args, kwargs, node) if positional else UNKNOWN
+            frame.env[node.func.value.id] = _dict_after(receiver, name, positional, kwargs)
+            return found if name in ("pop", "setdefault") else NONE
         if name == "items":
             return Coll(Seq((UNKNOWN, element(Seq(tuple(v for _, v in receiver.items))))))
         if name == "values":
@@ -1386,6 +1397,30 @@ def python_method(interp: "Interpreter", frame: "Frame", receiver: Value, name: 
             return NONE
         return UNKNOWN
     return UNKNOWN
+
+
+def _dict_after(receiver: DictVal, name: str, positional: List[Value], kwargs: Dict[str, Value]) -> DictVal:
+    """The dict after ``d.<name>(...)`` mutated it in place."""
+    items = dict(receiver.items)
+    key = positional[0].value if positional and isinstance(positional[0], Scalar) else None
+    if name == "clear":
+        return DictVal()
+    if name == "pop" and isinstance(key, str):
+        items.pop(key, None)
+    elif name == "setdefault" and isinstance(key, str):
+        items.setdefault(key, positional[1] if len(positional) > 1 else NONE)
+    elif name == "update":
+        other = positional[0] if positional else None
+        if isinstance(other, DictVal):
+            for k, v in other.items:
+                items[k] = join(items.get(k), v) if k is None else v
+        elif other is not None:
+            items[None] = UNKNOWN
+        for k, v in kwargs.items():
+            items[None if k == "**" else k] = UNKNOWN if k == "**" else v
+    elif name != "pop":
+        items[None] = UNKNOWN  # popitem, or a key we cannot read
+    return DictVal(tuple(items.items()))
 
 
 def is_loss_scaler(value: Value) -> bool:

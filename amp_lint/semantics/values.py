@@ -351,9 +351,14 @@ class Coll(Value):
 
 @dataclass(frozen=True)
 class DictVal(Value):
-    """A dict with constant keys (``key`` None: unknown keys, value ``default``)."""
+    """A dict with constant keys (``key`` None: values stored under unknown keys). Its keys are
+    all known unless it holds :data:`OPEN_KEYS`' item (``**kwargs`` of a call that passed ``**other``)."""
 
     items: Tuple[Tuple[Any, Value], ...] = ()
+
+
+#: The item that marks a dict whose other keys are unknown.
+OPEN_KEYS: Tuple[Tuple[Any, Value], ...] = ((None, UNKNOWN),)
 
 
 @dataclass(frozen=True)
