@@ -908,6 +908,23 @@ def test_a_dict_key_never_stored_is_not_another_keys_value(tmp_path: Path) -> No
     assert values["mask"] == "tensor float16", values
 
 
+def test_a_dict_handed_to_user_code_may_hold_new_keys(tmp_path: Path) -> None:
+    """``cfg.get("half")`` of a key a literal dict lacks is None, unless the dict went to user code
+    that may store it (``fill(cfg)``), or was built from a mapping of unknown keys."""
+    code = """
+    import torch
+    def fill(cfg):
+        cfg["half"] = True
+    cfg, plain, merged = {}, {"lr": 0.1}, dict(load())
+    fill(cfg)
+    cfg.get("half"), plain.get("half"), merged.get("half")  # <-
+    """
+    values = values_at(tmp_path, {"m.py": code}, "m.py", "# <-")[0]
+    assert values['cfg.get("half")'] == "unknown", values
+    assert values['plain.get("half")'] == "scalar", values  # None
+    assert values['merged.get("half")'] == "unknown", values
+
+
 def test_a_parameter_list_child_of_a_half_model_is_half(tmp_path: Path) -> None:
     """Indexing (or iterating) a ParameterList/ModuleList of a module cast to half reads the
     children in half, as reading a field of it does."""

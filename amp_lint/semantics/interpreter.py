@@ -1230,6 +1230,8 @@ class Interpreter:
                 after = join(after, frame.env.get(target, before))  # type: ignore[arg-type]
         if before is not None and after is not None:
             frame.env[target] = after  # type: ignore[index]
+        if any(isinstance(option, (FuncVal, ClassVal, Instance, Module)) for option in choices):
+            _open_passed_dicts(node, frame)  # user code may store keys into a dict it was handed
         return out if out is not None else UNKNOWN
 
     def call(self, callee: Value, args: List[Value], kwargs: Dict[str, Value], frame: Frame,
@@ -1548,6 +1550,17 @@ def _negated(test: ast.AST) -> ast.AST:
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in flipped:
         return ast.Compare(test.left, [flipped[type(test.ops[0])]()], test.comparators)
     return ast.UnaryOp(ast.Not(), test)
+
+
+def _open_passed_dicts(node: ast.Call, frame: Frame) -> None:
+    """Dicts passed by name to user code are open afterwards (``fill(cfg)`` may add keys)."""
+    for arg in list(node.args) + [kw.value for kw in node.keywords if kw.arg is not None]:
+        if isinstance(arg, ast.Starred):
+            arg = arg.value
+        if isinstance(arg, ast.Name):
+            value = frame.env.get(arg.id)
+            if isinstance(value, DictVal) and not any(k is None for k, _ in value.items):
+                frame.env[arg.id] = DictVal(value.items + OPEN_KEYS)
 
 
 def _conjuncts(test: ast.AST) -> List[ast.AST]:
