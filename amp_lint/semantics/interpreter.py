@@ -141,8 +141,9 @@ class Interpreter:
         self.master_wrapped: Set[str] = set()
         #: texts of the branch conditions some half evidence was marked with (``args.fp16``)
         self.conditions: Set[str] = set()
-        #: such a condition's test and whether the text is its negation (for exclusive tests)
-        self.condition_tests: Dict[str, Tuple[ast.AST, bool]] = {}
+        #: such a condition's comparisons of an expression with constants (for exclusive tests)
+        self.condition_compares: Dict[str, List[Compared]] = {}
+        self._compares_of: Dict[int, List[Compared]] = {}
         #: ids of torch.nn constructor calls whose module ran in half (cast, or called under autocast)
         self.half_layers: Set[int] = set()
 
@@ -537,7 +538,7 @@ class Interpreter:
         if self.conditions:  # only once some evidence is conditional
             false_in_then, false_in_else = _refuted_flags(node.test, frame.module)
             false_in_then = [c for c in false_in_then if c in self.conditions] + self._excluded_by(node.test)
-            false_in_else = [c for c in false_in_else if c in self.conditions] + self._excluded_by(_negated(node.test))
+            false_in_else = [c for c in false_in_else if c in self.conditions] + self._excluded_by(node.test, negated=True)
         frame.env = _refine(before, false_in_then)
         alive_then = self.exec_block(node.body, frame)
         env_then = frame.env
@@ -551,15 +552,28 @@ class Interpreter:
                               lambda: self._condition_texts(node.test, frame.module))
         return True
 
-    def _excluded_by(self, test: ast.AST) -> List[str]:
-        """Conditions false wherever ``test`` holds: ``args.opt == "fused"`` where ``args.opt == "adam"``
-        holds (a conjunct of each compares the same expression with different constants)."""
-        holding = _conjuncts(test)
-        out = []
-        for text, (condition, negated) in self.condition_tests.items():
-            if not negated and any(_exclusive(a, b) for a in _conjuncts(condition) for b in holding):
-                out.append(text)
-        return out
+    def _excluded_by(self, test: ast.AST, negated: bool = False) -> List[str]:
+        """Conditions false wherever ``test`` holds (``negated``: where it fails): ``args.opt == "fused"``
+        where ``args.opt == "adam"`` holds (a conjunct of each compares the same expression with
+        different constants)."""
+        if not self.condition_compares:
+            return []
+        holding = self._compares(test)
+        if negated:  # the else of ``x == c`` / ``x in (...)``: the flipped comparison holds
+            single = isinstance(test, ast.Compare) and len(holding) == 1
+            holding = [(holding[0][0], not holding[0][1], holding[0][2])] if single else []
+        if not holding:
+            return []
+        return [text for text, compares in self.condition_compares.items()
+                if any(_exclusive(a, b) for a in compares for b in holding)]
+
+    def _compares(self, test: ast.AST) -> List["Compared"]:
+        """The conjuncts of ``test`` that compare an expression with constants (cached per node)."""
+        found = self._compares_of.get(id(test))
+        if found is None:
+            found = [c for c in map(_compared_constants, _conjuncts(test)) if c is not None]
+            self._compares_of[id(test)] = found
+        return found
 
     @staticmethod
     def _decide(test: ast.AST, value: Value, frame: Frame) -> Optional[bool]:
@@ -573,8 +587,10 @@ class Interpreter:
         """:func:`condition_texts`, remembered as conditions some evidence depends on."""
         texts = condition_texts(test, module)
         self.conditions.update(texts)
-        self.condition_tests.setdefault(texts[0], (test, False))
-        self.condition_tests.setdefault(texts[1], (test, True))
+        if texts[0] not in self.condition_compares:
+            compares = self._compares(test)
+            if compares:
+                self.condition_compares[texts[0]] = compares
         return texts
 
     def _s_match(self, node: ast.Match, frame: Frame) -> bool:
@@ -1544,14 +1560,6 @@ def _refuted_flags(test: ast.AST, module: SourceModule) -> Tuple[List[str], List
     return [], []
 
 
-def _negated(test: ast.AST) -> ast.AST:
-    """``test``'s negation as a test (``x != c`` for ``x == c``; ``not test`` otherwise)."""
-    flipped = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.In: ast.NotIn, ast.NotIn: ast.In}
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in flipped:
-        return ast.Compare(test.left, [flipped[type(test.ops[0])]()], test.comparators)
-    return ast.UnaryOp(ast.Not(), test)
-
-
 def _open_passed_dicts(node: ast.Call, frame: Frame) -> None:
     """Dicts passed by name to user code are open afterwards (``fill(cfg)`` may add keys)."""
     for arg in list(node.args) + [kw.value for kw in node.keywords if kw.arg is not None]:
@@ -1570,7 +1578,11 @@ def _conjuncts(test: ast.AST) -> List[ast.AST]:
     return [test]
 
 
-def _compared_constants(test: ast.AST) -> Optional[Tuple[str, bool, Tuple[object, ...]]]:
+#: ``x == c`` / ``x in (c1, c2)`` and their negations: (dump of x, positive, constants).
+Compared = Tuple[str, bool, Tuple[object, ...]]
+
+
+def _compared_constants(test: ast.AST) -> Optional[Compared]:
     """``x == c`` / ``x != c`` / ``x in (c1, c2)`` / ``x not in (...)`` as (dump of x, positive,
     constants), else None."""
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
@@ -1588,11 +1600,10 @@ def _compared_constants(test: ast.AST) -> Optional[Tuple[str, bool, Tuple[object
     return ast.dump(test.left), isinstance(op, (ast.Eq, ast.In)), constants
 
 
-def _exclusive(a: ast.AST, b: ast.AST) -> bool:
-    """Whether tests ``a`` and ``b`` cannot both hold: they compare the same expression with
-    constants no value satisfies both ways (``x == "a"`` and ``x == "b"``, ``x == "a"`` and ``x != "a"``)."""
-    left, right = _compared_constants(a), _compared_constants(b)
-    if left is None or right is None or left[0] != right[0]:
+def _exclusive(left: Compared, right: Compared) -> bool:
+    """Whether two comparisons cannot both hold: they compare the same expression with constants
+    no value satisfies both ways (``x == "a"`` and ``x == "b"``, ``x == "a"`` and ``x != "a"``)."""
+    if left[0] != right[0]:
         return False
     if left[1] and right[1]:
         return not set(left[2]) & set(right[2])
