@@ -109,8 +109,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         growth = "-" if previous is None else (
             f"x{row['project'] / previous['project']:.2f} for x{row['files'] / previous['files']:.1f} files, "
             f"x{row['lines'] / previous['lines']:.2f} lines")
-        print(f"| {row['files']} | {row['lines']} | {row['findings']} | {row['parse']:.2f} | {row['project']:.2f} | {row['rules']:.2f} | "
-              f"{row['project'] / total:.0%} | {growth} |")
+        print(f"| {row['files']} | {row['lines']} | {row['findings']} | {row['parse']:.2f} | {row['project']:.2f} | "
+              f"{row['rules']:.2f} | {row['project'] / total:.0%} | {growth} |")
         previous = row
     print("\nReproduce: `python benchmarks/scaling.py`")
     failed = [row for row in rows if row["errors"]]

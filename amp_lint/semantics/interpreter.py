@@ -31,9 +31,9 @@ from amp_lint.data import ops as optable
 from amp_lint.semantics import torch_api
 from amp_lint.semantics.program import ClassInfo, FunctionInfo, ModuleIndex, Namespace, SourceModule
 from amp_lint.semantics.values import (
-    BOOL, F16, F32, FLOATS, HALF, INT, NONE, UNKNOWN, Builtin, ClassVal, Coll, DictVal, DType, Ext, FuncVal, Star,
-    Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Union, Value, element, join, options,
-    promote, with_condition, without_condition, OPEN_KEYS,
+    BOOL, F16, F32, FLOATS, HALF, NONE, OPEN_KEYS, UNKNOWN, Builtin, ClassVal, Coll, DictVal, DType, Ext, FuncVal, Star,
+    Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Value, element, join, options,
+    with_condition, without_condition,
 )
 
 #: An autocast state: None (no autocast) or (device, dtype bit); device "cuda", "cpu" or "apex" (O1).
@@ -538,7 +538,8 @@ class Interpreter:
         if self.conditions:  # only once some evidence is conditional
             false_in_then, false_in_else = _refuted_flags(node.test, frame.module)
             false_in_then = [c for c in false_in_then if c in self.conditions] + self._excluded_by(node.test)
-            false_in_else = [c for c in false_in_else if c in self.conditions] + self._excluded_by(node.test, negated=True)
+            false_in_else = [c for c in false_in_else if c in self.conditions]
+            false_in_else += self._excluded_by(node.test, negated=True)
         frame.env = _refine(before, false_in_then)
         alive_then = self.exec_block(node.body, frame)
         env_then = frame.env

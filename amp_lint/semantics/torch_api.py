@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 from amp_lint.data import ops as optable
 from amp_lint.data import training as trainingdata
 from amp_lint.semantics.values import (
-    BF16, BOOL, F16, F32, F64, FLOATS, HALF, INT, NONE, UNKNOWN, Autocast, Builtin, ClassVal, Coll, DictVal, DType, Star,
-    Ext, FuncVal, Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Union, Value, bits, element,
-    join, obj, options, promote, union_of, OPEN_KEYS,
+    BF16, BOOL, F16, F32, F64, FLOATS, HALF, INT, NONE, OPEN_KEYS, UNKNOWN, Autocast, Builtin, ClassVal, Coll,
+    DictVal, DType, Star, Ext, FuncVal, Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Value,
+    bits, element, join, obj, options, promote, union_of,
 )
 
 if TYPE_CHECKING:
