@@ -224,6 +224,20 @@ def test_an_unknown_value_softmaxed_is_not_reported(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout
 
 
+def test_a_one_operand_einsum_is_a_permutation_not_a_learned_product(tmp_path: Path) -> None:
+    """AMP204 wants a learned value: an einsum of two operands (listed or in a list) is a product,
+    one of a single operand only moves its axes."""
+    code = """
+    import torch
+    a = torch.randn(4, 8).half()
+    b = torch.randn(8, 4).half()
+    p = torch.einsum("ij->ji", a).exp()
+    q = torch.einsum("ij,jk->ik", [a, b]).exp()
+    r = torch.einsum("ij,jk->ik", a, b).exp()
+    """
+    assert _codes(tmp_path, code) == ["5: AMP204", "6: AMP204"]
+
+
 def test_an_unlisted_torch_function_of_a_model_or_an_unknown_is_no_tensor(tmp_path: Path) -> None:
     code = """
     import torch

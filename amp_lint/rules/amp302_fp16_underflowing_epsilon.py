@@ -204,7 +204,8 @@ class Fp16UnderflowingEpsilon(Rule):
             short = name.rsplit(".", 1)[-1]
             if name.startswith("torch.optim.") and short in EPS_OPTIMIZERS:
                 hazard = self._optimizer(obs, node, short)
-                kind, optimizer_name = ("optimizer", short) if hazard else (kind, optimizer_name)
+                if hazard:
+                    kind, optimizer_name = "optimizer", short
             elif name == "torch.nn.functional.normalize":
                 hazard = self._normalize(obs, node)
                 kind = "normalize" if hazard else kind

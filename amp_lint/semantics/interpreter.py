@@ -1213,11 +1213,9 @@ class Interpreter:
             value = self.ev(kw.value, frame)
             if kw.arg is not None:
                 kwargs[kw.arg] = value
-            elif isinstance(value, DictVal) and value.items and all(isinstance(k, str) for k, _ in value.items):
+            elif isinstance(value, DictVal) and all(isinstance(k, str) for k, _ in value.items):
                 for key, item in value.items:  # ``f(**kwargs)`` of a dict whose keys are all known
                     kwargs.setdefault(key, item)
-            elif isinstance(value, DictVal) and not value.items:
-                continue
             else:
                 kwargs["**"] = value
         if isinstance(func, ast.Attribute):
@@ -1568,7 +1566,7 @@ def _open_passed_dicts(node: ast.Call, frame: Frame) -> None:
             arg = arg.value
         if isinstance(arg, ast.Name):
             value = frame.env.get(arg.id)
-            if isinstance(value, DictVal) and not any(k is None for k, _ in value.items):
+            if isinstance(value, DictVal) and value.keys_known:
                 frame.env[arg.id] = DictVal(value.items + OPEN_KEYS)
 
 

@@ -295,7 +295,8 @@ def apply_op(op: str, inputs: Sequence[Value], frame: "Frame", explicit: Optiona
     dtypes = 0
     graph = 0
     origin = None
-    learned = op in optable.LEARNED_OPS and not (op == "einsum" and len(inputs) < 2)  # one operand: a permutation
+    operands = sum(len(v.items) if isinstance(v, Seq) else 1 for v in inputs)  # ``einsum(eq, [a, b])`` too
+    learned = op in optable.LEARNED_OPS and not (op == "einsum" and operands < 2)  # one operand: a permutation
     for t in tensors:
         dtypes = promote(dtypes, t.dtypes)
         unknown = unknown or t.unknown
@@ -1367,7 +1368,7 @@ def python_method(interp: "Interpreter", frame: "Frame", receiver: Value, name: 
             for k, v in receiver.items:
                 if key is not None and k == key:
                     return v
-            if any(k is None for k, _ in receiver.items):  # maybe stored under a key we do not know
+            if not receiver.keys_known:  # maybe stored under a key we do not know
                 return UNKNOWN
             return positional[1] if len(positional) > 1 else NONE
         if name in ("pop", "update", "setdefault", "clear", "popitem") and isinstance(node, ast.Call) \
@@ -1417,7 +1418,10 @@ def _dict_after(receiver: DictVal, name: str, positional: List[Value], kwargs: D
         elif other is not None:
             items[None] = UNKNOWN
         for k, v in kwargs.items():
-            items[None if k == "**" else k] = UNKNOWN if k == "**" else v
+            if k == "**":
+                items[None] = UNKNOWN
+            else:
+                items[k] = v
     elif name != "pop":
         items[None] = UNKNOWN  # popitem, or a key we cannot read
     return DictVal(tuple(items.items()))

@@ -356,6 +356,11 @@ class DictVal(Value):
 
     items: Tuple[Tuple[Any, Value], ...] = ()
 
+    @property
+    def keys_known(self) -> bool:
+        """Every key it may hold is known (no value under an unknown key, not open)."""
+        return all(key is not None for key, _ in self.items)
+
 
 #: The item that marks a dict whose other keys are unknown.
 OPEN_KEYS: Tuple[Tuple[Any, Value], ...] = ((None, UNKNOWN),)
