@@ -16,6 +16,7 @@ from amp_lint.config import Settings
 from amp_lint.engine.linter import ParsedFile, analyse
 from amp_lint.semantics.facts import Observation, describe
 from amp_lint.semantics.values import options
+from amp_lint.source import SourceError, read_source
 
 _SKIP = (ast.Constant, ast.Starred, ast.Slice, ast.keyword, ast.JoinedStr, ast.FormattedValue)
 
@@ -46,8 +47,8 @@ def explain(target: str, line: int, files: Sequence[str], settings: Settings) ->
     wanted = Path(target).resolve()
     for path in files:
         try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+            text = read_source(path).text  # the file's own encoding, a BOM dropped, as `check` reads it
+        except SourceError:
             continue
         try:
             rel = Path(path).resolve().relative_to(root.resolve()).as_posix()

@@ -611,6 +611,18 @@ def test_explain_cli_text_shows_call_path_and_evidence(tmp_path: Path) -> None:
     assert "because m.py:4: cast to half: `torch.randn(3).half()`" in result.stdout
 
 
+def test_explain_reads_a_file_as_check_does(tmp_path: Path) -> None:
+    """A UTF-8 BOM (or a declared encoding) is decoded as ``check`` decodes it, not refused."""
+    code = "import torch\n# caf\xe9\nx = torch.randn(3).half()\ny = x.softmax(-1)\n"
+    (tmp_path / "bom.py").write_bytes(b"\xef\xbb\xbf" + code.encode("utf-8"))
+    (tmp_path / "latin.py").write_bytes(b"# -*- coding: latin-1 -*-\n" + code.encode("latin-1"))
+    for name, line in (("bom.py", 4), ("latin.py", 5)):
+        result = subprocess.run([sys.executable, "-m", "amp_lint", "explain", f"{name}:{line}"], capture_output=True,
+                                text=True, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert "x.softmax(-1)" in result.stdout and "tensor float16" in result.stdout
+
+
 @pytest.mark.parametrize("target,message", [
     ("missing.py:1", "no such file"),
     ("m.py", "FILE:LINE"),
