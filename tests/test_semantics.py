@@ -207,6 +207,79 @@ def test_autograd_function_apply_runs_its_static_forward(tmp_path: Path) -> None
     assert one(tmp_path, code, "a = ", "a") == ["tensor float16"]
 
 
+# -- context limits and late facts -----------------------------------------------------------------
+def test_a_field_set_after_a_method_ran_reaches_that_method_again(tmp_path: Path) -> None:
+    """A wrapper's forward analysed for one wrapped class is analysed again once the wrapper has
+    wrapped another: its summary read ``self.module``, which changed since."""
+    code = """
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    class Wrapper(nn.Module):
+        def __init__(self, module):
+            super().__init__()
+            self.module = module.half()
+
+        def forward(self, x):
+            return self.module(x)
+
+    class Scorer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(8, 8)
+
+        def forward(self, x):
+            return self.proj(x).float()
+
+    class Tagger(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(8, 8)
+
+        def forward(self, x):
+            return self.proj(x)
+
+    def run(model, x):
+        return model(x)
+
+    x = torch.randn(4, 8).half()
+    scores = run(Wrapper(Scorer()), x)
+    tags = run(Wrapper(Tagger()), x)
+    loss = F.cross_entropy(tags, torch.zeros(4, dtype=torch.long))
+    """
+    assert _codes(tmp_path, code) == ["35: AMP202"]
+
+
+def test_the_leading_items_of_a_display_with_a_starred_tail_stay_known(tmp_path: Path) -> None:
+    code = """
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    class Body(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(8, 8)
+
+        def forward(self, x, *mems):
+            h = self.proj(x)
+            hidden = [h for _ in mems]
+            return (h.float(), *hidden)
+
+    model = Body().half()
+    logits, *rest = model(torch.randn(4, 8).half())  # <-
+    first = model(torch.randn(4, 8).half())[0]  # <1
+    a, b, *c = (torch.randn(2).half(), torch.randn(2), torch.randn(2))  # <2
+    loss = F.cross_entropy(logits, torch.zeros(4, dtype=torch.long))
+    """
+    assert one(tmp_path, code, "# <-", "logits") == ["tensor float32"]
+    assert one(tmp_path, code, "# <1", "first") == ["tensor float32"]
+    assert one(tmp_path, code, "# <2", "b") == ["tensor float32"]
+    assert one(tmp_path, code, "# <2", "c") == ["seq"]
+    assert _codes(tmp_path, code) == []
+
+
 # -- unknown is unknown ----------------------------------------------------------------------------
 def test_unknown_values_are_not_float32(tmp_path: Path) -> None:
     code = """

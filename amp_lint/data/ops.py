@@ -110,6 +110,16 @@ LEARNED_OPS = frozenset({
     "stft", "fft", "rfft", "fft2", "rfft2", "fftn", "rfftn",
 })
 
+#: Reductions that return a 0-dim tensor when called with no ``dim`` (``x.sum()``, ``torch.mean(x)``).
+#: A 0-dim tensor yields to tensors with dimensions in type promotion (PyTorch docs, "Type promotion":
+#: "If a zero-dimension tensor operand has a higher category than dimensioned operands, we promote to
+#: a type with sufficient size and category to hold all zero-dim tensor operands of that category";
+#: measured with torch 2.13.0: ``float16[4] / float32[].`` is float16).
+FULL_REDUCTIONS = frozenset({
+    "sum", "mean", "prod", "max", "min", "amax", "amin", "norm", "std", "var", "median", "nansum", "nanmean",
+    "count_nonzero", "all", "any",
+})
+
 #: Ops whose output is bounded in magnitude whatever their input (|y| <= pi at most): exp or a
 #: square of it cannot overflow float16. (Log-probabilities are <= 0 but not bounded below: AMP204
 #: knows their exp is at most 1 on its own.)

@@ -3,8 +3,11 @@
 Every module's top level runs once (imports run the imported module first). A call of a user
 function analyses its body for that calling context - the argument values, the receiver, the
 autocast state - and memoises the result, so a function is analysed once per distinct context (at
-most :data:`MAX_CONTEXTS`; past that, contexts are widened by joining their arguments). Functions no
-analysed code reaches are analysed once at the end with unknown arguments ("context-free").
+most :data:`MAX_CONTEXTS`; past that, contexts are widened by joining their arguments). A summary
+remembers which classes' instance fields it read, its callees' included; when one of those fields
+changes later (a wrapper's ``self.module`` gets another class), the next call in that context
+analyses it again. Functions no analysed code reaches are analysed once at the end with unknown
+arguments ("context-free").
 
 Within a function: assignments, unpacking, augmented assignment and attribute stores update an
 environment; ``if``/``else`` and ``try`` join their branches (values that differ between the
@@ -32,7 +35,7 @@ from amp_lint.semantics import torch_api
 from amp_lint.semantics.program import ClassInfo, FunctionInfo, ModuleIndex, Namespace, SourceModule
 from amp_lint.semantics.values import (
     BOOL, F16, F32, FLOATS, HALF, NONE, OPEN_KEYS, UNKNOWN, Builtin, ClassVal, Coll, DictVal, DType, Ext, FuncVal, Star,
-    Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Value, element, join, options,
+    Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Union, Value, element, join, options,
     with_condition, without_condition,
 )
 
@@ -45,6 +48,8 @@ MAX_CONTEXTS = 8
 MAX_WIDENINGS = 3
 MAX_DEPTH = 40
 MAX_LOOP_ITERATIONS = 4
+#: how often a context is analysed again because a field it read changed afterwards
+MAX_RERUNS = 2
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,15 @@ class Record:
 class Summary:
     returns: Value
     effects: Dict[int, Value]
+    #: the classes whose fields the analysis read (its callees' included), with their versions then
+    reads: Tuple[Tuple[ClassInfo, int], ...] = ()
+    #: the analysis's record (dropped when the summary is stale and the context analysed again)
+    record: Optional[Record] = None
+    reruns: int = 0
+
+    def stale(self) -> bool:
+        """A field it read has changed since (``model.module`` got another class after this ran)."""
+        return any(cls.field_version != version for cls, version in self.reads)
 
 
 class Frame:
@@ -124,6 +138,8 @@ class Interpreter:
         self.memo: Dict[tuple, Summary] = {}
         self.running: Set[tuple] = set()
         self.wide: Dict[int, Tuple[tuple, State, int]] = {}
+        #: the classes whose fields the running analysis has read (None at a module's top level)
+        self.reading: Optional[Set[ClassInfo]] = None
         self.records: Dict[int, List[Record]] = {}
         self.functions: Dict[int, FunctionInfo] = {}
         self.classes: Dict[int, ClassInfo] = {}
@@ -782,12 +798,12 @@ class Interpreter:
         elif isinstance(target, (ast.Tuple, ast.List)):
             elts = target.elts
             star = next((i for i, e in enumerate(elts) if isinstance(e, ast.Starred)), None)
-            items = _unpack(value, len(elts)) if star is None else None
+            items = unpack_targets(value, len(elts), star)
             for i, elt in enumerate(elts):
-                if isinstance(elt, ast.Starred):
+                if items is not None:
+                    self.bind(elt.value if isinstance(elt, ast.Starred) else elt, items[i], frame)
+                elif isinstance(elt, ast.Starred):
                     self.bind(elt.value, Coll(element(value) if not isinstance(value, Tensor) else value), frame)
-                elif items is not None:
-                    self.bind(elt, items[i], frame)
                 else:
                     self.bind(elt, value if isinstance(value, Tensor) else element(value), frame)
         elif isinstance(target, ast.Attribute):
@@ -810,7 +826,7 @@ class Interpreter:
             cls = _class_info(option)
             if cls is not None:
                 old = cls.fields.get(name)
-                cls.fields[name] = value if old is None else join(old, value)
+                set_field(cls, name, value if old is None else join(old, value))
             elif isinstance(option, Obj) and isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
                 frame.env[node.value.id] = option.set(name, value)
 
@@ -824,12 +840,12 @@ class Interpreter:
             current = cls.fields.get(name)
             if current is None or old not in options(current):
                 old_join = current
-                cls.fields[name] = new if old_join is None else join(old_join, new)
+                set_field(cls, name, new if old_join is None else join(old_join, new))
                 continue
             out: Optional[Value] = None
             for member in options(current):
                 out = join(out, new if member == old else member)
-            cls.fields[name] = out if out is not None else new
+            set_field(cls, name, out if out is not None else new)
 
     # -- expressions ---------------------------------------------------------------------------------
     def ev(self, node: Optional[ast.AST], frame: Frame) -> Value:
@@ -880,6 +896,9 @@ class Interpreter:
                 return Coll(element(container))
             return element(container)
         if isinstance(container, Coll):
+            key = index.value if isinstance(index, Scalar) and isinstance(index.value, int) else None
+            if key is not None and 0 <= key < len(container.prefix) and not isinstance(node.slice, ast.Slice):
+                return container.prefix[key]
             return container.elem if not isinstance(node.slice, ast.Slice) else container
         if isinstance(container, DictVal):
             key = index.value if isinstance(index, Scalar) else None
@@ -988,16 +1007,23 @@ class Interpreter:
         return joined
 
     def _e_tuple(self, node: ast.AST, frame: Frame) -> Value:
+        """A display; ``*x`` splices a sequence of known length, else the length is unknown from
+        there on (the items before it stay known: the prefix of a :class:`Coll`)."""
         items: List[Value] = []
-        starred = False
+        known: Optional[int] = None  # how many leading items are positional, once a length is unknown
         for elt in node.elts:  # type: ignore[attr-defined]
             if isinstance(elt, ast.Starred):
-                starred = True
-                items.append(element(self.ev(elt.value, frame)))
+                value = self.ev(elt.value, frame)
+                if isinstance(value, Seq):
+                    items.extend(value.items)
+                    continue
+                if known is None:
+                    known = len(items)
+                items.append(element(value))
             else:
                 items.append(self.ev(elt, frame))
-        if starred:
-            return Coll(element(Seq(tuple(items))))
+        if known is not None:
+            return Coll(element(Seq(tuple(items))), tuple(items[:known]))
         return Seq(tuple(items))
 
     def _e_set(self, node: ast.Set, frame: Frame) -> Value:
@@ -1147,6 +1173,8 @@ class Interpreter:
 
     def field_of(self, info: ClassInfo, name: str) -> Optional[Value]:
         for cls in self.mro(info):
+            if self.reading is not None:
+                self.reading.add(cls)
             if name in cls.fields:
                 return cls.fields[name]
         return None
@@ -1337,7 +1365,7 @@ class Interpreter:
             value = kwargs.get(name) if name in kwargs else (args[i] if i < len(args) else None)
             if value is not None and not isinstance(value, Star):
                 old = info.fields.get(name)
-                info.fields[name] = value if old is None else join(old, value)
+                set_field(info, name, value if old is None else join(old, value))
 
     # -- user functions --------------------------------------------------------------------------
     def call_function(self, info: FunctionInfo, bound: Optional[Value], args: List[Value], kwargs: Dict[str, Value],
@@ -1388,14 +1416,25 @@ class Interpreter:
         params = tuple(env.get(n, UNKNOWN) for n in names)
         key = (id(info), params, state)
         found = self.memo.get(key)
+        reruns = 0
         if found is not None:
-            return found
+            if found.reruns >= MAX_RERUNS or key in self.running or not found.stale():
+                if self.reading is not None:
+                    self.reading.update(cls for cls, _ in found.reads)
+                return found
+            reruns = found.reruns + 1  # analysed again in the same context: its old record goes
+            if found.record is not None:
+                self.records[id(found.record.scope)].remove(found.record)
+            info.contexts -= 1
         if key in self.running or self.depth >= MAX_DEPTH:
             return None
-        if info.contexts >= MAX_CONTEXTS and not context_free:
+        if not reruns and not context_free and info.contexts >= MAX_CONTEXTS:
             wide = self.wide.get(id(info))
             if wide is not None and wide[2] >= MAX_WIDENINGS:
-                return self.memo.get((id(info), wide[0], wide[1]))  # widened enough: its last summary answers
+                found = self.memo.get((id(info), wide[0], wide[1]))  # widened enough: its last summary answers
+                if found is not None and self.reading is not None:
+                    self.reading.update(cls for cls, _ in found.reads)
+                return found
             joined = tuple(join(a, b) for a, b in zip(wide[0], params)) if wide and wide[1] == state else params
             self.wide[id(info)] = (joined, state, (wide[2] + 1) if wide else 1)
             wide_key = (id(info), joined, state)
@@ -1407,6 +1446,7 @@ class Interpreter:
         info.contexts += 1
         self.running.add(key)
         self.depth += 1
+        outer_reading, self.reading = self.reading, set()
         record = self._record(info.node, info.module, state, stack, context_free, origin)
         frame = Frame(info.module, info, dict(env), record, state, stack, cls=None)
         try:
@@ -1427,11 +1467,15 @@ class Interpreter:
         finally:
             self.depth -= 1
             self.running.discard(key)
+            read, self.reading = self.reading, outer_reading
+            if outer_reading is not None:
+                outer_reading |= read
         effects: Dict[int, Value] = {}
         for i, name in enumerate(names):
             if name in frame.mutated and name not in frame.assigned:
                 effects[i] = frame.env.get(name, UNKNOWN)
-        summary = Summary(frame.returns if frame.returns is not None else NONE, effects)
+        summary = Summary(frame.returns if frame.returns is not None else NONE, effects,
+                          tuple((cls, cls.field_version) for cls in read), record, reruns)
         self.memo[key] = summary
         return summary
 
@@ -1623,6 +1667,13 @@ def _refine(env: Dict[str, Value], false_conditions: List[str]) -> Dict[str, Val
     return out
 
 
+def set_field(cls: ClassInfo, name: str, value: Value) -> None:
+    """Store an instance field of ``cls``; a change bumps the class's field version."""
+    if cls.fields.get(name) != value:
+        cls.fields[name] = value
+        cls.field_version += 1
+
+
 def _top_class(info: FunctionInfo) -> Optional[Tuple[str, str]]:
     """(module path, name) of the top-level class ``info`` is defined in, if any."""
     if "." not in info.qualname:
@@ -1772,9 +1823,33 @@ def _literal_dtype(value: Value) -> bool:
             and not value.unknown)
 
 
-def _unpack(value: Value, count: int) -> Optional[List[Value]]:
-    if isinstance(value, Seq) and len(value.items) == count:
-        return list(value.items)
+def unpack_targets(value: Value, count: int, star: Optional[int]) -> Optional[List[Value]]:
+    """What each of ``count`` unpacking targets gets (``star``: the index of the starred one, which
+    gets a sequence), where the value's length or its leading items are known; None where not.
+    ``logits, *mems = (logits, *hidden)`` gives the logits to ``logits``; a union unpacks per option."""
+    if isinstance(value, Union):
+        out: Optional[List[Value]] = None
+        for option in options(value):
+            got = unpack_targets(option, count, star)
+            if got is None:
+                return None
+            out = got if out is None else [join(a, b) for a, b in zip(out, got)]
+        return out
+    if isinstance(value, Seq):
+        items = value.items
+        if star is None:
+            return list(items) if len(items) == count else None
+        if len(items) < count - 1:
+            return None
+        after = count - star - 1
+        middle = Seq(tuple(items[star:len(items) - after]))
+        return list(items[:star]) + [middle] + list(items[len(items) - after:])
+    if isinstance(value, Coll) and value.prefix:
+        known = count if star is None else star
+        if known > len(value.prefix) or (star is not None and count - star - 1 > 0):
+            return None
+        rest = [Coll(value.elem)] if star is not None else []
+        return list(value.prefix[:known]) + rest
     return None
 
 
@@ -1804,7 +1879,7 @@ def adopt(value: Value, owner: Module) -> Value:
             dtypes = owner.cast if option.dtypes & FLOATS else option.dtypes
             adopted = Tensor(dtypes, owner.cast_unknown, owner.origin if owner.cast & HALF else None, param=True)
         elif isinstance(option, Coll):
-            adopted = Coll(adopt(option.elem, owner))
+            adopted = Coll(adopt(option.elem, owner), tuple(adopt(i, owner) for i in option.prefix))
         elif isinstance(option, Seq):
             adopted = Seq(tuple(adopt(i, owner) for i in option.items))
         else:

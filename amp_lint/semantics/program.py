@@ -114,6 +114,8 @@ class ClassInfo:
     class_attrs: Dict[str, Value] = field(default_factory=dict)
     #: instance attributes: the join of every ``self.<name> = ...`` seen in its methods
     fields: Dict[str, Value] = field(default_factory=dict)
+    #: bumped whenever a field's value changes: a summary that read older fields is analysed again
+    field_version: int = 0
     is_module: bool = False
 
     @property

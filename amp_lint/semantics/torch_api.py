@@ -297,8 +297,14 @@ def apply_op(op: str, inputs: Sequence[Value], frame: "Frame", explicit: Optiona
     origin = None
     operands = sum(len(v.items) if isinstance(v, Seq) else 1 for v in inputs)  # ``einsum(eq, [a, b])`` too
     learned = op in optable.LEARNED_OPS and not (op == "einsum" and operands < 2)  # one operand: a permutation
-    for t in tensors:
+    # 0-dim tensors take part in promotion only where no tensor with dimensions is a float already
+    dimensioned = [t for t in tensors if not t.zero_dim]
+    promoted = dimensioned if dimensioned and all(t.dtypes and not t.dtypes & ~FLOATS for t in dimensioned) \
+        else tensors
+    zero_dim = bool(tensors) and not dimensioned and all(isinstance(v, Tensor) or isinstance(v, Scalar) for v in inputs)
+    for t in promoted:
         dtypes = promote(dtypes, t.dtypes)
+    for t in tensors:
         unknown = unknown or t.unknown
         graph |= t.low_graph
         learned = learned or t.learned or t.param
@@ -318,7 +324,8 @@ def apply_op(op: str, inputs: Sequence[Value], frame: "Frame", explicit: Optiona
             return Tensor(dtypes, unknown, origin, graph=graph, learned=learned)
     if not tensors:
         return Tensor(0, True, learned=learned) if unknown else UNKNOWN
-    return Tensor(dtypes, unknown, origin if dtypes & HALF or graph else None, graph=graph, learned=learned)
+    return Tensor(dtypes, unknown, origin if dtypes & HALF or graph else None, graph=graph, learned=learned,
+                  zero_dim=zero_dim)
 
 
 def _explicit(value: Value) -> Value:
@@ -376,7 +383,8 @@ def binop(interp: "Interpreter", frame: "Frame", op: ast.operator, a: Value, b: 
         if isinstance(other, (Scalar,)) or other is UNKNOWN:
             scaled = tensor.scaled or _is_loss_scale(node, tensor is ta)
             return Tensor(tensor.dtypes, tensor.unknown, tensor.origin, scaled, graph=tensor.graph,
-                          learned=tensor.learned or tensor.param)
+                          learned=tensor.learned or tensor.param,
+                          zero_dim=tensor.zero_dim and isinstance(other, Scalar))
         return Tensor(tensor.dtypes, True, tensor.origin, graph=tensor.graph, learned=tensor.learned or tensor.param)
     if isinstance(a, Seq) and isinstance(b, Seq) and isinstance(op, ast.Add):
         return Seq(a.items + b.items)
@@ -439,6 +447,17 @@ def _fold(op: ast.operator, a: Scalar, b: Scalar) -> Value:
 # -- tensor methods ------------------------------------------------------------------------------
 def tensor_method(interp: "Interpreter", frame: "Frame", tensor: Tensor, name: str, args: List[Value],
                   kwargs: Dict[str, Value], node: Optional[ast.AST]) -> Value:
+    result = _tensor_method(interp, frame, tensor, name, args, kwargs, node)
+    if isinstance(result, Tensor) and not result.zero_dim and (
+            (name in optable.FULL_REDUCTIONS and not _positional(args) and not kwargs.keys() & {"dim", "axis"})
+            or (tensor.zero_dim and (name in optable.CAST_METHODS or name in ("to", "type", "type_as", "detach",
+                                                                            "clone", "contiguous")))):
+        return replace(result, zero_dim=True)
+    return result
+
+
+def _tensor_method(interp: "Interpreter", frame: "Frame", tensor: Tensor, name: str, args: List[Value],
+                   kwargs: Dict[str, Value], node: Optional[ast.AST]) -> Value:
     explicit = _dtype_kw(kwargs)
     plain = Tensor(tensor.dtypes, tensor.unknown, tensor.origin, tensor.scaled, graph=tensor.graph,
                    learned=tensor.learned or tensor.param)
@@ -478,6 +497,8 @@ def tensor_method(interp: "Interpreter", frame: "Frame", tensor: Tensor, name: s
         return _with_origin(_explicit(explicit), frame, node) if explicit is not None else plain
     if name in ("chunk", "split", "unbind", "tensor_split"):
         return Coll(plain)
+    if name in ("max", "min") and _tensors(args[:1]):  # ``a.max(b)``: the elementwise maximum, promoted
+        return apply_op("maximum", [tensor, args[0]], frame)
     if name in ("max", "min", "sort", "topk", "kthvalue", "mode", "median") and (args or kwargs):
         return Seq((plain, Tensor(INT)))  # (values, indices)
     if name.endswith("_") and not name.startswith("__"):
@@ -845,6 +866,17 @@ def call_ext(interp: "Interpreter", frame: "Frame", qualified: str, args: List[V
 
 def torch_function(interp: "Interpreter", frame: "Frame", qualified: str, short: str, positional: List[Value],
                    kwargs: Dict[str, Value], node: Optional[ast.AST]) -> Value:
+    result = _torch_function(interp, frame, qualified, short, positional, kwargs, node)
+    if isinstance(result, Tensor) and not result.zero_dim and (
+            (short in optable.FULL_REDUCTIONS and len(positional) == 1 and not kwargs.keys() & {"dim", "axis"})
+            or (short in ("tensor", "scalar_tensor", "as_tensor") and positional
+                and isinstance(positional[0], Scalar))):
+        return replace(result, zero_dim=True)
+    return result
+
+
+def _torch_function(interp: "Interpreter", frame: "Frame", qualified: str, short: str, positional: List[Value],
+                   kwargs: Dict[str, Value], node: Optional[ast.AST]) -> Value:
     explicit = _dtype_kw(kwargs)
     kind = optable.RESULT_KINDS.get(short)
     if kind in (optable.FACTORY, optable.FACTORY_INT):
@@ -889,6 +921,8 @@ def torch_function(interp: "Interpreter", frame: "Frame", qualified: str, short:
         tensors = _tensors(positional[:1])
         return Coll(Tensor(tensors[0].dtypes, tensors[0].unknown, tensors[0].origin, learned=tensors[0].learned)) \
             if tensors else Coll(UNKNOWN)
+    if short in ("max", "min") and len(positional) > 1 and _tensors(positional[1:2]):
+        return apply_op("maximum", positional[:2], frame)  # ``torch.max(a, b)``: elementwise, promoted
     if short in ("max", "min", "sort", "topk", "kthvalue", "median", "mode") and (len(positional) > 1 or kwargs):
         tensors = _tensors(positional[:1])
         if tensors and short not in ("max", "min") or (tensors and isinstance(positional[1] if len(positional) > 1
@@ -1122,6 +1156,8 @@ def call_builtin(interp: "Interpreter", frame: "Frame", name: str, args: List[Va
             return Scalar(first.kind, abs(first.value))
         return Scalar("num") if isinstance(first, Scalar) else first  # a tensor's abs is a tensor
     if name == "sum":
+        if isinstance(first, Seq) and first.items and all(isinstance(i, Tensor) for i in first.items):
+            return apply_op("add", list(first.items), frame)  # ``sum([a, b])`` is ``0 + a + b``: promoted
         elem = interp.iterate(first, frame)  # a sum of tensors (losses) is a tensor; unknown stays unknown
         return Scalar("num") if isinstance(elem, Scalar) else elem
     if name in ("sorted", "list", "tuple", "reversed", "set", "frozenset", "iter"):

@@ -140,14 +140,18 @@ class Tensor(Value):
     #: computed from a learned layer's output (a GEMM, convolution, embedding or model call) with no
     #: bounding op since (``data/ops.py``): its values can be large (AMP204's positive evidence)
     learned: bool = False
+    #: a 0-dim tensor (a full reduction, ``torch.tensor(1.0)``): in type promotion it yields to
+    #: tensors with dimensions of the same category (``h16 / f32.sum()`` is float16)
+    zero_dim: bool = False
 
     def __eq__(self, other: object) -> bool:
         return (type(other) is Tensor and self.dtypes == other.dtypes and self.unknown == other.unknown  # type: ignore[attr-defined]
                 and self.scaled == other.scaled and self.param == other.param  # type: ignore[attr-defined]
-                and self.graph == other.graph and self.learned == other.learned)  # type: ignore[attr-defined]
+                and self.graph == other.graph and self.learned == other.learned  # type: ignore[attr-defined]
+                and self.zero_dim == other.zero_dim)  # type: ignore[attr-defined]
 
     def __hash__(self) -> int:
-        return hash((1, self.dtypes, self.unknown, self.scaled, self.param, self.graph, self.learned))
+        return hash((1, self.dtypes, self.unknown, self.scaled, self.param, self.graph, self.learned, self.zero_dim))
 
     @property
     def low_graph(self) -> int:
@@ -344,9 +348,11 @@ class Seq(Value):
 
 @dataclass(frozen=True)
 class Coll(Value):
-    """A collection of unknown length whose elements are ``elem``."""
+    """A collection of unknown length whose elements are ``elem``; its first items, where known,
+    are ``prefix`` (``(logits, *hidden)``: the first is the logits, ``elem`` joins them all)."""
 
     elem: Value
+    prefix: Tuple[Value, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -487,7 +493,7 @@ def _join_same(a: Value, b: Value) -> Optional[Value]:
         assert isinstance(b, Tensor)
         origin = a.origin if (a.origin is not None and (a.half or a.graph & HALF)) or b.origin is None else b.origin
         return Tensor(a.dtypes | b.dtypes, a.unknown or b.unknown, origin, a.scaled and b.scaled, a.param or b.param,
-                      a.graph | b.graph, a.learned or b.learned)
+                      a.graph | b.graph, a.learned or b.learned, a.zero_dim and b.zero_dim)
     if isinstance(a, Scalar):
         assert isinstance(b, Scalar)
         if a.kind != b.kind:
@@ -514,7 +520,7 @@ def _join_same(a: Value, b: Value) -> Optional[Value]:
         return Coll(join(_elem(a), _elem(b)))
     if isinstance(a, Coll):
         assert isinstance(b, Coll)
-        return Coll(join(a.elem, b.elem))
+        return Coll(join(a.elem, b.elem), tuple(join(x, y) for x, y in zip(a.prefix, b.prefix)))
     if isinstance(a, Obj):
         assert isinstance(b, Obj)
         if a.kind != b.kind:
