@@ -1089,3 +1089,48 @@ def test_a_head_no_code_names_is_not_run_when_its_module_is_in_use(tmp_path: Pat
 def test_classes_of_a_module_no_file_uses_are_library_code(tmp_path: Path) -> None:
     files = {"heads.py": _HEADS}
     assert value_of(tmp_path, files, "heads.py", "# <- ranking", "self.encoder(x)") == ["tensor float16 (or unknown)"]
+
+
+def test_a_stale_summary_met_at_the_depth_limit_answers_as_it_is(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A summary that went stale (a field it read changed) is re-analysed only where the analysis
+    can go deeper: at the depth limit it answers as it is, every time it is met there."""
+    from amp_lint.engine.linter import ParsedFile, analyse
+    from amp_lint.semantics import interpreter
+
+    monkeypatch.setattr(interpreter, "MAX_DEPTH", 2)
+    code = textwrap.dedent("""
+    import torch
+    import torch.nn as nn
+
+    class Wrapper(nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, x):
+            return self.inner(x)
+
+    def outer(w, x):
+        return middle(w, x)
+
+    def middle(w, x):
+        return w(x)
+
+    def other(w, x):
+        return inner(w, x)
+
+    def inner(w, x):
+        return w(x)
+
+    x = torch.randn(2, 2)
+    first = Wrapper(nn.Linear(2, 2))
+    first(x)
+    second = Wrapper(nn.ReLU())
+    outer(first, x)
+    other(first, x)
+    """)
+    (tmp_path / "m.py").write_text(code, encoding="utf-8")
+    settings = dataclasses.replace(Settings(), project_root=str(tmp_path))
+    parsed = [ParsedFile.parse(str(tmp_path / "m.py"), "m.py", code, [])]
+    assert analyse(parsed, settings).errors == []

@@ -1418,7 +1418,7 @@ class Interpreter:
         found = self.memo.get(key)
         reruns = 0
         if found is not None:
-            if found.reruns >= MAX_RERUNS or key in self.running or not found.stale():
+            if found.reruns >= MAX_RERUNS or key in self.running or self.depth >= MAX_DEPTH or not found.stale():
                 if self.reading is not None:
                     self.reading.update(cls for cls, _ in found.reads)
                 return found
