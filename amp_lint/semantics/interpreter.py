@@ -28,7 +28,7 @@ import re
 import sys
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from amp_lint.data import ops as optable
 from amp_lint.semantics import torch_api
@@ -50,6 +50,9 @@ MAX_DEPTH = 40
 MAX_LOOP_ITERATIONS = 4
 #: how often a context is analysed again because a field it read changed afterwards
 MAX_RERUNS = 2
+#: how many instance fields have changed so far (in any analysis): a summary checked at this count
+#: is current without comparing its classes' versions
+FIELD_CHANGES = [0]
 
 
 @dataclass(frozen=True)
@@ -87,10 +90,19 @@ class Summary:
     #: the analysis's record (dropped when the summary is stale and the context analysed again)
     record: Optional[Record] = None
     reruns: int = 0
+    #: the classes of ``reads`` (what a memoised call adds to its caller's reads)
+    read_set: FrozenSet[ClassInfo] = frozenset()
+    #: the value of FIELD_CHANGES when ``reads`` was last found current (no field changed since: not stale)
+    checked: int = -1
 
     def stale(self) -> bool:
         """A field it read has changed since (``model.module`` got another class after this ran)."""
-        return any(cls.field_version != version for cls, version in self.reads)
+        if self.checked == FIELD_CHANGES[0]:
+            return False
+        if any(cls.field_version != version for cls, version in self.reads):
+            return True
+        self.checked = FIELD_CHANGES[0]
+        return False
 
 
 class Frame:
@@ -1420,7 +1432,7 @@ class Interpreter:
         if found is not None:
             if found.reruns >= MAX_RERUNS or key in self.running or self.depth >= MAX_DEPTH or not found.stale():
                 if self.reading is not None:
-                    self.reading.update(cls for cls, _ in found.reads)
+                    self.reading |= found.read_set
                 return found
             reruns = found.reruns + 1  # analysed again in the same context: its old record goes
             if found.record is not None:
@@ -1433,7 +1445,7 @@ class Interpreter:
             if wide is not None and wide[2] >= MAX_WIDENINGS:
                 found = self.memo.get((id(info), wide[0], wide[1]))  # widened enough: its last summary answers
                 if found is not None and self.reading is not None:
-                    self.reading.update(cls for cls, _ in found.reads)
+                    self.reading |= found.read_set
                 return found
             joined = tuple(join(a, b) for a, b in zip(wide[0], params)) if wide and wide[1] == state else params
             self.wide[id(info)] = (joined, state, (wide[2] + 1) if wide else 1)
@@ -1475,7 +1487,8 @@ class Interpreter:
             if name in frame.mutated and name not in frame.assigned:
                 effects[i] = frame.env.get(name, UNKNOWN)
         summary = Summary(frame.returns if frame.returns is not None else NONE, effects,
-                          tuple((cls, cls.field_version) for cls in read), record, reruns)
+                          tuple((cls, cls.field_version) for cls in read), record, reruns, frozenset(read),
+                          FIELD_CHANGES[0])
         self.memo[key] = summary
         return summary
 
@@ -1672,6 +1685,7 @@ def set_field(cls: ClassInfo, name: str, value: Value) -> None:
     if cls.fields.get(name) != value:
         cls.fields[name] = value
         cls.field_version += 1
+        FIELD_CHANGES[0] += 1
 
 
 def _top_class(info: FunctionInfo) -> Optional[Tuple[str, str]]:
