@@ -38,6 +38,8 @@ EXPRESSIONS = [
     # 0-dim float32 operands do not promote a float16 tensor with dimensions
     "h / f.sum()", "h * f.mean()", "torch.tensor(1.0) * h", "h - torch.sum(f)", "h.sum() + f",
     "h.mean() * f.sum()", "h * f.norm().float()",
+    # ... but a stack of 0-dim tensors has a dimension
+    "h[:2] * torch.stack([f.sum(), f.mean()])[:, None]", "h[0, :2] * torch.cat([f.sum()[None], f.mean()[None]])",
     # Python scalars never promote
     "h * 2.0", "h + 1",
     # casts, explicit dtypes, factories

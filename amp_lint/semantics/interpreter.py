@@ -899,7 +899,7 @@ class Interpreter:
 
     def subscript(self, container: Value, index: Value, node: ast.Subscript) -> Value:
         if isinstance(container, Tensor):
-            return replace(container, param=False)
+            return replace(container, param=False, zero_dim=False)  # ``s[None]`` has a dimension
         if isinstance(container, Seq):
             key = index.value if isinstance(index, Scalar) and isinstance(index.value, int) else None
             if key is not None and -len(container.items) <= key < len(container.items):

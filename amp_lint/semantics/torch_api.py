@@ -301,7 +301,8 @@ def apply_op(op: str, inputs: Sequence[Value], frame: "Frame", explicit: Optiona
     dimensioned = [t for t in tensors if not t.zero_dim]
     promoted = dimensioned if dimensioned and all(t.dtypes and not t.dtypes & ~FLOATS for t in dimensioned) \
         else tensors
-    zero_dim = bool(tensors) and not dimensioned and all(isinstance(v, Tensor) or isinstance(v, Scalar) for v in inputs)
+    zero_dim = bool(tensors) and not dimensioned and optable.TENSOR_ARGS.get(op) != "seq" and all(
+        isinstance(v, (Tensor, Scalar)) for v in inputs)  # a stack of 0-dim tensors has a dimension
     for t in promoted:
         dtypes = promote(dtypes, t.dtypes)
     for t in tensors:
