@@ -1143,6 +1143,8 @@ class Interpreter:
             return torch_api.obj_attr(receiver, name)
         if isinstance(receiver, DType):
             return Method(receiver, name) if name in ("is_floating_point",) else UNKNOWN
+        if isinstance(receiver, Seq) and len(receiver.items) == 2 and name in ("values", "indices"):
+            return receiver.items[name == "indices"]  # ``x.max(dim=-1).values``: (values, indices)
         if isinstance(receiver, (Scalar, Seq, Coll, DictVal)):
             return Method(receiver, name)
         if isinstance(receiver, FuncVal):

@@ -871,7 +871,9 @@ def torch_function(interp: "Interpreter", frame: "Frame", qualified: str, short:
     if isinstance(result, Tensor) and not result.zero_dim and (
             (short in optable.FULL_REDUCTIONS and len(positional) == 1 and not kwargs.keys() & {"dim", "axis"})
             or (short in ("tensor", "scalar_tensor", "as_tensor") and positional
-                and isinstance(positional[0], Scalar))):
+                and isinstance(positional[0], Scalar))
+            or (short in ("zeros", "ones", "empty", "full", "rand", "randn") and positional
+                and isinstance(positional[0], Seq) and not positional[0].items)):  # ``torch.ones(())``
         return replace(result, zero_dim=True)
     return result
 
