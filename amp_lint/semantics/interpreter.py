@@ -28,7 +28,7 @@ import re
 import sys
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from amp_lint.data import ops as optable
 from amp_lint.semantics import torch_api
@@ -85,13 +85,11 @@ class Record:
 class Summary:
     returns: Value
     effects: Dict[int, Value]
-    #: the classes whose fields the analysis read (its callees' included), with their versions then
-    reads: Tuple[Tuple[ClassInfo, int], ...] = ()
+    #: the classes whose fields the analysis read (its callees' included) -> their field versions then
+    reads: Dict[ClassInfo, int] = field(default_factory=dict)
     #: the analysis's record (dropped when the summary is stale and the context analysed again)
     record: Optional[Record] = None
     reruns: int = 0
-    #: the classes of ``reads`` (what a memoised call adds to its caller's reads)
-    read_set: FrozenSet[ClassInfo] = frozenset()
     #: the value of FIELD_CHANGES when ``reads`` was last found current (no field changed since: not stale)
     checked: int = -1
 
@@ -99,7 +97,7 @@ class Summary:
         """A field it read has changed since (``model.module`` got another class after this ran)."""
         if self.checked == FIELD_CHANGES[0]:
             return False
-        if any(cls.field_version != version for cls, version in self.reads):
+        if any(cls.field_version != version for cls, version in self.reads.items()):
             return True
         self.checked = FIELD_CHANGES[0]
         return False
@@ -1434,12 +1432,11 @@ class Interpreter:
         if found is not None:
             if found.reruns >= MAX_RERUNS or key in self.running or self.depth >= MAX_DEPTH or not found.stale():
                 if self.reading is not None:
-                    self.reading |= found.read_set
+                    self.reading.update(found.reads)
                 return found
             reruns = found.reruns + 1  # analysed again in the same context: its old record goes
             if found.record is not None:
                 self.records[id(found.record.scope)].remove(found.record)
-            info.contexts -= 1
         if key in self.running or self.depth >= MAX_DEPTH:
             return None
         if not reruns and not context_free and info.contexts >= MAX_CONTEXTS:
@@ -1447,7 +1444,7 @@ class Interpreter:
             if wide is not None and wide[2] >= MAX_WIDENINGS:
                 found = self.memo.get((id(info), wide[0], wide[1]))  # widened enough: its last summary answers
                 if found is not None and self.reading is not None:
-                    self.reading |= found.read_set
+                    self.reading.update(found.reads)
                 return found
             joined = tuple(join(a, b) for a, b in zip(wide[0], params)) if wide and wide[1] == state else params
             self.wide[id(info)] = (joined, state, (wide[2] + 1) if wide else 1)
@@ -1457,7 +1454,8 @@ class Interpreter:
                 return found
             env = dict(zip(names, joined))
             key = wide_key
-        info.contexts += 1
+        if not reruns:  # a context analysed again is not another context
+            info.contexts += 1
         self.running.add(key)
         self.depth += 1
         outer_reading, self.reading = self.reading, set()
@@ -1489,8 +1487,7 @@ class Interpreter:
             if name in frame.mutated and name not in frame.assigned:
                 effects[i] = frame.env.get(name, UNKNOWN)
         summary = Summary(frame.returns if frame.returns is not None else NONE, effects,
-                          tuple((cls, cls.field_version) for cls in read), record, reruns, frozenset(read),
-                          FIELD_CHANGES[0])
+                          {cls: cls.field_version for cls in read}, record, reruns, FIELD_CHANGES[0])
         self.memo[key] = summary
         return summary
 

@@ -499,7 +499,7 @@ def _tensor_method(interp: "Interpreter", frame: "Frame", tensor: Tensor, name: 
     if name in ("chunk", "split", "unbind", "tensor_split"):
         return Coll(plain)
     if name in ("max", "min") and _tensors(args[:1]):  # ``a.max(b)``: the elementwise maximum, promoted
-        return apply_op("maximum", [tensor, args[0]], frame)
+        return apply_op(name + "imum", [tensor, args[0]], frame)
     if name in ("max", "min", "sort", "topk", "kthvalue", "mode", "median") and (args or kwargs):
         return Seq((plain, Tensor(INT)))  # (values, indices)
     if name.endswith("_") and not name.startswith("__"):
@@ -925,7 +925,7 @@ def _torch_function(interp: "Interpreter", frame: "Frame", qualified: str, short
         return Coll(Tensor(tensors[0].dtypes, tensors[0].unknown, tensors[0].origin, learned=tensors[0].learned)) \
             if tensors else Coll(UNKNOWN)
     if short in ("max", "min") and len(positional) > 1 and _tensors(positional[1:2]):
-        return apply_op("maximum", positional[:2], frame)  # ``torch.max(a, b)``: elementwise, promoted
+        return apply_op(short + "imum", positional[:2], frame)  # ``torch.max(a, b)``: elementwise, promoted
     if short in ("max", "min", "sort", "topk", "kthvalue", "median", "mode") and (len(positional) > 1 or kwargs):
         tensors = _tensors(positional[:1])
         if tensors and short not in ("max", "min") or (tensors and isinstance(positional[1] if len(positional) > 1
