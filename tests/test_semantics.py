@@ -1134,3 +1134,111 @@ def test_a_stale_summary_met_at_the_depth_limit_answers_as_it_is(tmp_path: Path,
     settings = dataclasses.replace(Settings(), project_root=str(tmp_path))
     parsed = [ParsedFile.parse(str(tmp_path / "m.py"), "m.py", code, [])]
     assert analyse(parsed, settings).errors == []
+
+
+# -- registries: classes stored by decorators, plugin modules loaded by name ------------------
+_REGISTRY = """
+ARCHS = {}
+
+
+def register_arch(name):
+    def add(cls):
+        ARCHS[name] = cls
+        return cls
+    return add
+
+
+def build(name, *args):
+    return ARCHS[name](*args)
+"""
+
+_PLUGIN = """
+import torch
+from zoo.registry import register_arch
+
+
+@register_arch("{name}")
+class {cls}(torch.nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.body = torch.nn.Linear(width, width)
+
+    def forward(self, x):
+        h = self.body(x)  # <- {name}
+        return h.{op}
+"""
+
+_ZOO_INIT = """
+import importlib
+import os
+
+
+def load_all(folder, package):
+    for file in sorted(os.listdir(folder)):
+        if file.endswith(".py") and not file.startswith("_"):
+            importlib.import_module(package + "." + file[:-3])
+
+
+load_all(os.path.dirname(__file__), "zoo")
+"""
+
+_APP = """
+import argparse
+import torch
+import zoo
+from zoo.registry import build
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--arch", default="wide")
+    args = parser.parse_args()
+    model = build(args.arch, 64).half()
+    print(model(torch.randn(2, 64).half()))
+
+
+main()
+"""
+
+
+def _zoo_files() -> Dict[str, str]:
+    return {"app.py": _APP, "zoo/__init__.py": _ZOO_INIT, "zoo/registry.py": _REGISTRY,
+            "zoo/narrow.py": _PLUGIN.format(name="narrow", cls="Narrow", op="softmax(-1)"),
+            "zoo/wide.py": _PLUGIN.format(name="wide", cls="Wide", op="sum()")}
+
+
+def test_a_registry_filled_by_class_decorators_in_plugin_modules_is_read_by_name(tmp_path: Path) -> None:
+    """``build(args.arch)`` reads a dict that ``@register_arch`` fills in modules the package loads
+    with ``importlib.import_module(package + "." + name)`` in a loop: the script's model may be any
+    registered class, so each one's forward runs on the half model (before, the plugin modules ran
+    only after the script, the decorators were not applied, and the model was unknown)."""
+    files = _zoo_files()
+    for plugin in ("wide", "narrow"):
+        values = value_of(tmp_path, files, f"zoo/{plugin}.py", f"# <- {plugin}", "h")
+        assert values and all(v.startswith("tensor float16") for v in values), values
+    assert sorted(_project_codes(tmp_path)) == ["zoo/narrow.py:13: AMP201", "zoo/wide.py:13: AMP203"]
+
+
+def test_a_cache_of_tensors_in_a_module_dict_keeps_each_call_apart(tmp_path: Path) -> None:
+    """A function storing tensors in a module's dict (a cache keyed by dtype) is not a registry: the
+    float32 call does not read the float16 call's tensor."""
+    code = """
+    import torch
+    _BASIS = {}
+    def basis(x):
+        key = str(x.dtype) + "_" + str(x.device)
+        if key not in _BASIS:
+            _BASIS[key] = torch.ones(4, 4, dtype=x.dtype)
+        return _BASIS[key] @ x
+    a = basis(torch.randn(4, 4).half())
+    b = basis(torch.randn(4, 4))  # <-
+    """
+    assert one(tmp_path, code, "# <-", "b") == ["tensor float32 (or unknown)"]
+
+
+def _project_codes(tmp_path: Path) -> List[str]:
+    """``relpath:line: CODE`` of each finding of ``amp-lint check`` on the project at ``tmp_path``."""
+    result = subprocess.run([sys.executable, "-m", "amp_lint", "check", "--isolated", "--no-cache",
+                             "--output-format", "json", "."], capture_output=True, text=True, cwd=tmp_path)
+    return [f"{Path(f['filename']).resolve().relative_to(tmp_path.resolve()).as_posix()}:{f['location']['row']}: "
+            f"{f['code']}" for f in json.loads(result.stdout or "[]")]

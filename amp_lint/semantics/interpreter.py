@@ -27,6 +27,7 @@ import os
 import re
 import sys
 from collections import Counter
+from pathlib import PurePosixPath
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
@@ -410,6 +411,51 @@ class Interpreter:
             return UNKNOWN
         return Ext(dotted)
 
+    def import_dynamic(self, arg: ast.AST, frame: Frame) -> Value:
+        """``importlib.import_module(name)``: the module when ``name`` is known; when only its
+        package is (``f"pkg.tasks.{name}"``, ``namespace + "." + file``: the plugin loop of a
+        registry), every module of that package runs, as the loop over its folder would run them."""
+        prefix = self._string_prefix(arg, frame)
+        value = frame.record.values.get(id(arg))
+        if isinstance(value, Scalar) and isinstance(value.value, str):
+            found = self.index.resolve_absolute(frame.module, value.value)
+            if isinstance(found, SourceModule):
+                self.run_module(found)
+                return ModVal(found)
+            return UNKNOWN
+        if not prefix or not prefix.endswith(".") or prefix.count(".") < 1:
+            return UNKNOWN
+        package = self.index.resolve_absolute(frame.module, prefix[:-1])
+        folder = package.folder if isinstance(package, (SourceModule, Namespace)) else None
+        if folder is None:
+            return UNKNOWN
+        for module in self.modules:
+            if module.folder == folder and not module.is_package \
+                    and not PurePosixPath(module.relpath).name.startswith("_"):
+                self.run_module(module)
+        return UNKNOWN
+
+    def _string_prefix(self, node: ast.AST, frame: Frame) -> str:
+        """The known leading text of a string expression ("" when none)."""
+        value = frame.record.values.get(id(node))
+        if isinstance(value, Scalar) and isinstance(value.value, str):
+            return value.value
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        if isinstance(node, ast.JoinedStr):
+            out = ""
+            for part in node.values:
+                if not (isinstance(part, ast.Constant) and isinstance(part.value, str)):
+                    break
+                out += part.value
+            return out
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            left = frame.record.values.get(id(node.left))
+            if isinstance(left, Scalar) and isinstance(left.value, str):
+                return left.value + self._string_prefix(node.right, frame)
+            return self._string_prefix(node.left, frame)
+        return ""
+
     def module_attr(self, module: SourceModule, name: str, importer: Optional[SourceModule] = None) -> Value:
         env = self.global_env(module)
         value = env.get(name)
@@ -440,14 +486,15 @@ class Interpreter:
         module = frame.module
         if isinstance(node, ast.Import):
             for alias in node.names:
+                parts = alias.name.split(".")
+                for i in range(1, len(parts) + 1):  # ``import a.b`` runs a, then a.b, as Python does
+                    found = self.import_module(module, ".".join(parts[:i]))
+                    if isinstance(found, ModVal):
+                        self.run_module(found.info)
                 if alias.asname:
                     frame.env[alias.asname] = self.import_module(module, alias.name)
                 else:
-                    root = alias.name.split(".")[0]
-                    value = self.import_module(module, root)
-                    if isinstance(value, ModVal):
-                        self.import_module(module, alias.name)  # runs the submodule too
-                    frame.env[root] = value
+                    frame.env[parts[0]] = self.import_module(module, parts[0])
             return
         assert isinstance(node, ast.ImportFrom)
         base = self.import_module(module, node.module or "", node.level) if (node.module or node.level) else UNKNOWN
@@ -756,7 +803,18 @@ class Interpreter:
             if isinstance(dec, Builtin) and dec.name == "property":
                 value = Obj("property", (("getter", value),))
         frame.env[node.name] = value  # type: ignore[attr-defined]
+        self._apply_user_decorators(decorators, FuncVal(info), node, frame)
         return True
+
+    def _apply_user_decorators(self, decorators: List[Value], target: Value, node: ast.AST, frame: Frame) -> None:
+        """Run the project's own decorators on what they decorate, innermost first, for their
+        effects: a registry decorator (``@register("name")``) stores the class or function in a dict
+        that a lookup by a configured name (``MODELS[args.arch]``) reads. The name keeps the class
+        or function itself: what a wrapper returns instead is not followed."""
+        for dec in reversed(decorators):
+            for option in options(dec):
+                if isinstance(option, FuncVal):
+                    self.call_function(option.info, option.bound, [target], {}, frame, node, effects=False)
 
     def _s_classdef(self, node: ast.ClassDef, frame: Frame) -> bool:
         info = self.classes.get(id(node))
@@ -784,6 +842,7 @@ class Interpreter:
                 any(isinstance(d, Ext) and d.name.endswith("dataclasses.dataclass") for d in decorators):
             info.is_dataclass = True  # type: ignore[attr-defined]
         frame.env[node.name] = ClassVal(info)
+        self._apply_user_decorators(decorators, ClassVal(info), node, frame)
         return True
 
     def is_module_class(self, info: ClassInfo) -> bool:
@@ -824,10 +883,20 @@ class Interpreter:
             container = self.ev(target.value, frame)
             self.ev(target.slice, frame)
             if isinstance(container, DictVal) and isinstance(target.value, ast.Name):
+                name = target.value.id
                 key = _const_key(target.slice)
                 items = dict(container.items)
-                items[key] = join(items.get(key), value) if key is None else value
-                frame.env[target.value.id] = DictVal(tuple(items.items()))
+                if name in frame.env or frame.info is None:
+                    items[key] = join(items.get(key), value) if key is None else value
+                    frame.env[name] = DictVal(tuple(items.items()))
+                elif all(isinstance(o, (ClassVal, FuncVal)) for o in options(value)):
+                    # a module's dict of classes or functions filled by a function (a registry's
+                    # decorator): every store is kept. Other values (a cache of tensors keyed by
+                    # dtype) stay local: a join over unknown keys would mix what the keys keep apart
+                    genv = self.global_env(frame.module)
+                    if isinstance(genv.get(name), DictVal):
+                        items[key] = join(items.get(key), value)
+                        genv[name] = DictVal(tuple(items.items()))
         elif isinstance(target, ast.Starred):
             self.bind(target.value, value, frame)
 

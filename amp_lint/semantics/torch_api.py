@@ -405,6 +405,8 @@ def _is_loss_scale(node: ast.AST, tensor_left: bool) -> bool:
 
 def _fold(op: ast.operator, a: Scalar, b: Scalar) -> Value:
     if a.kind == "str" or b.kind == "str":
+        if isinstance(op, ast.Add) and isinstance(a.value, str) and isinstance(b.value, str):
+            return Scalar("str", a.value + b.value)
         return Scalar("str")
     x, y = a.value, b.value
     numeric = a.kind in ("int", "float", "num", "bool") and b.kind in ("int", "float", "num", "bool")
@@ -778,6 +780,8 @@ def call_ext(interp: "Interpreter", frame: "Frame", qualified: str, args: List[V
     positional = _positional(args)
     if qualified in trainingdata.AUTOCASTS:
         return make_autocast(frame, qualified, args, kwargs, node, interp.device)
+    if qualified == "importlib.import_module" and isinstance(node, ast.Call) and node.args:
+        return interp.import_dynamic(node.args[0], frame)
     if qualified in trainingdata.GRAD_SCALERS:
         enabled = kwargs.get("enabled")
         device = kwargs.get("device") or (positional[0] if positional and qualified.startswith("torch.amp") else None)
