@@ -1242,3 +1242,68 @@ def _project_codes(tmp_path: Path) -> List[str]:
                              "--output-format", "json", "."], capture_output=True, text=True, cwd=tmp_path)
     return [f"{Path(f['filename']).resolve().relative_to(tmp_path.resolve()).as_posix()}:{f['location']['row']}: "
             f"{f['code']}" for f in json.loads(result.stdout or "[]")]
+
+
+# -- evidence from another run of the program ----------------------------------------------------
+_MEMORY_NET = """
+import torch
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(8, 8)
+        self.memory = None
+
+    def remember(self, x):
+        self.memory = self.proj(x)
+
+    def recall(self):
+        return torch.softmax(self.memory, dim=-1)  # <- recall
+"""
+
+
+def test_a_field_a_script_fills_under_autocast_is_not_evidence_in_code_no_script_runs(tmp_path: Path) -> None:
+    """A method no script calls is analysed with unknown arguments; the value a decoding script
+    stored in a field under its fp16 autocast region is not what such a run reads (the analysis
+    keeps one value per field for every run). In the script that made it, it stays evidence."""
+    decode = """
+    import torch
+    from net import Net
+    net = Net()
+    with torch.autocast("cuda", dtype=torch.float16):
+        net.remember(torch.randn(2, 8))
+    """
+    for name, text in {"net.py": _MEMORY_NET, "decode.py": decode}.items():
+        (tmp_path / name).write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    assert _project_codes(tmp_path) == []
+    (tmp_path / "decode.py").write_text(textwrap.dedent(decode).lstrip("\n") + "print(net.recall())\n",
+                                        encoding="utf-8")
+    assert _project_codes(tmp_path) == ["net.py:14: AMP201"]
+
+
+def test_the_run_where_a_configured_autocast_is_off_does_not_see_its_half_values(tmp_path: Path) -> None:
+    """``autocast(dtype=dtype)`` with a dtype that may be float32 forks into runs; the float32 run
+    (no autocast) does not read a field the float16 run filled. A region switched off by a literal
+    ``enabled=False`` inside is the same run: there the half value is evidence."""
+    code = """
+    import argparse
+    import torch
+    from net import Net
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--fp16", action="store_true")
+    args = parser.parse_args()
+    dtype = torch.float16 if args.fp16 else torch.float32
+    net = Net()
+    with torch.autocast("cuda", dtype=dtype):
+        net.remember(torch.randn(2, 8))
+        print(net.recall())
+    """
+    for name, text in {"net.py": _MEMORY_NET, "run.py": code}.items():
+        (tmp_path / name).write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    assert _project_codes(tmp_path) == []
+    nested = textwrap.dedent(code).lstrip("\n").replace(
+        "    print(net.recall())\n",
+        "    with torch.autocast(\"cuda\", enabled=False):\n        print(net.recall())\n")
+    (tmp_path / "run.py").write_text(nested, encoding="utf-8")
+    assert _project_codes(tmp_path) == ["net.py:14: AMP201"]
