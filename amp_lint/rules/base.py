@@ -105,8 +105,6 @@ class Rule:
 
     def report_hazard(self, node: ast.AST, hazards: List["Hazard"], fix: Optional["FixPlan"] = None) -> None:
         """Report the most telling of ``hazards`` (one per observation that found one), if any."""
-        facts = self.ctx.facts
-        hazards = [h for h in hazards if not facts.from_another_run(h.observation, h.value)]
         if not hazards:
             return
         best = min(hazards, key=lambda h: (h.low, h.conditional, h.observation.context_free))

@@ -148,32 +148,6 @@ class Facts:
                         found.append(observation)
         return index.get(id(node), _NONE)
 
-    def from_another_run(self, observation: Observation, value: Optional[Value]) -> bool:
-        """The half evidence of ``value`` was made by another run of the program than the ones this
-        context is part of, so the value cannot be here. The analysis keeps one value per instance
-        field for every run, so a cache field filled under autocast is read everywhere:
-
-        - in the run where a configured autocast region is off (its flag false, its dtype float32),
-          a tensor that region made;
-        - where no script starts a run (a function analysed with unknown arguments, and what it
-          calls), a tensor made under an autocast region in a file none of its calls are in, seen
-          outside autocast.
-        """
-        origin = _origin_of(value) if value is not None else None
-        if origin is None or origin.kind != "autocast":
-            return False
-        record = observation.record
-        if record.state is not None:
-            return False
-        offs = {record.fork_off} if record.fork_off is not None else {off for _, off in record.runs}
-        if offs == {origin.key}:
-            return True  # every run reaching here is one where the region that made it is off
-        imported = self.interpreter.imported
-        if any(root is not None and root not in imported for root, _ in record.runs):
-            return False  # a script's run reaches here
-        on_path = {site.path for site in record.stack} | {record.module.relpath}
-        return origin.path not in on_path
-
     def master_wrapped(self, site: Optional[str]) -> bool:
         """Whether the optimizer created at ``site`` is handed to a master-weight wrapper anywhere."""
         return site is not None and site in self.interpreter.master_wrapped

@@ -80,18 +80,6 @@ class Record:
     context_free: bool
     autocast_origin: Optional[Origin] = None
     values: Dict[int, Value] = field(default_factory=dict)
-    #: the runs of the program that reach this analysis: (the file whose top level started the run,
-    #: None when its call path was cut or is empty; the autocast region the run has switched off,
-    #: its origin key, or None). One set shared by the records of a function's forks
-    runs: Set[Tuple[Optional[str], Optional[tuple]]] = field(default_factory=set)
-    #: this record is the run, inside its function, where a configured autocast region is off (the
-    #: region's origin key): whatever runs reach the function, here that region is off
-    fork_off: Optional[tuple] = None
-
-
-def run_root(stack: Tuple[CallSite, ...]) -> Optional[str]:
-    """The file whose top level started a call path (None when the path was cut, or is empty)."""
-    return stack[0].path if stack and len(stack) < STACK_LIMIT else None
 
 
 @dataclass
@@ -151,10 +139,6 @@ _BUILTIN_NAMES = frozenset({
 })
 
 
-#: call sites a context keeps (the nearest ones)
-STACK_LIMIT = 12
-
-
 class Interpreter:
     """Runs the analysis over a set of source modules."""
 
@@ -164,8 +148,6 @@ class Interpreter:
         self.device = "cpu" if device == "cpu" else "cuda"
         self.memo: Dict[tuple, Summary] = {}
         self.running: Set[tuple] = set()
-        #: modules another module imports (the others are scripts: each starts its own run)
-        self.imported: Set[str] = set()
         self.wide: Dict[int, Tuple[tuple, State, int]] = {}
         #: the classes whose fields the running analysis has read (None at a module's top level)
         self.reading: Optional[Set[ClassInfo]] = None
@@ -276,7 +258,6 @@ class Interpreter:
         record = frame.record
         frame.state, frame.autocast_origin = state, origin
         frame.record = self._record(record.scope, record.module, state, record.stack, record.context_free, origin)
-        frame.record.runs = record.runs
         frame.record.values.update(record.values)  # the call being evaluated spans both
 
     def _note_half_use(self, module: Module, how: str) -> None:
@@ -423,8 +404,6 @@ class Interpreter:
         found = (self.index.resolve_relative(importer, level, dotted) if level
                  else self.index.resolve_absolute(importer, dotted))
         if isinstance(found, SourceModule):
-            if found is not importer:
-                self.imported.add(found.relpath)
             return ModVal(found)
         if isinstance(found, Namespace):
             return Obj("namespace_package", (("folder", Scalar("str", found.folder)),))
@@ -799,11 +778,6 @@ class Interpreter:
             frame.state, frame.autocast_origin = new_state, new_origin
             frame.record = self._record(record.scope, record.module, new_state, record.stack, record.context_free,
                                         new_origin)
-            frame.record.runs = record.runs
-            if new_state is None and new_origin is not None and new_origin.kind == "autocast_off":
-                frame.record.fork_off = new_origin.key
-            elif new_state is None:
-                frame.record.fork_off = record.fork_off
             if self.exec_block(body, frame):
                 alive_any = True
                 out = join_envs(out, frame.env, None)
@@ -1494,7 +1468,7 @@ class Interpreter:
                 state = None
                 env = {k: (Tensor(F32) if isinstance(v, Tensor) and v.dtypes & FLOATS else v) for k, v in env.items()}
         site = CallSite(frame.module.relpath, getattr(node, "lineno", 0), info.qualname, id(node))
-        stack = (frame.stack + (site,))[-STACK_LIMIT:]
+        stack = (frame.stack + (site,))[-12:]
         summary = self._invoke(info, env, names, state, stack, origin=origin)
         if summary is None:
             return UNKNOWN
@@ -1524,11 +1498,7 @@ class Interpreter:
         key = (id(info), params, state)
         found = self.memo.get(key)
         reruns = 0
-        off = origin.key if origin is not None and origin.kind == "autocast_off" and state is None else None
-        runs = {(run_root(stack), off)}
         if found is not None:
-            if found.record is not None:
-                found.record.runs.update(runs)  # one more run reaches this analysis
             if found.reruns >= MAX_RERUNS or key in self.running or self.depth >= MAX_DEPTH or not found.stale():
                 if self.reading is not None:
                     self.reading.update(found.reads)
@@ -1536,7 +1506,6 @@ class Interpreter:
             reruns = found.reruns + 1  # analysed again in the same context: its old record goes
             if found.record is not None:
                 self.records[id(found.record.scope)].remove(found.record)
-                runs |= found.record.runs
         if key in self.running or self.depth >= MAX_DEPTH:
             return None
         if not reruns and not context_free and info.contexts >= MAX_CONTEXTS:
@@ -1545,15 +1514,11 @@ class Interpreter:
                 found = self.memo.get((id(info), wide[0], wide[1]))  # widened enough: its last summary answers
                 if found is not None and self.reading is not None:
                     self.reading.update(found.reads)
-                if found is not None and found.record is not None:
-                    found.record.runs.update(runs)
                 return found
             joined = tuple(join(a, b) for a, b in zip(wide[0], params)) if wide and wide[1] == state else params
             self.wide[id(info)] = (joined, state, (wide[2] + 1) if wide else 1)
             wide_key = (id(info), joined, state)
             found = self.memo.get(wide_key)
-            if found is not None and found.record is not None:
-                found.record.runs.update(runs)
             if found is not None or wide_key in self.running:
                 return found
             env = dict(zip(names, joined))
@@ -1564,7 +1529,6 @@ class Interpreter:
         self.depth += 1
         outer_reading, self.reading = self.reading, set()
         record = self._record(info.node, info.module, state, stack, context_free, origin)
-        record.runs = runs
         frame = Frame(info.module, info, dict(env), record, state, stack, cls=None)
         try:
             fnode = info.node

@@ -171,11 +171,8 @@ def autocast_states(cm: Value, state, origin: Optional[Origin], default_device: 
     out = []
     for option in options(cm):
         if isinstance(option, Autocast):
-            # the run in which a configured region is off (its flag false, its dtype float32) keeps
-            # the region as its origin, of kind "autocast_off": it is another run of the program
-            off = replace(option.origin, kind="autocast_off") if option.origin is not None else None
             if option.enabled is not True:
-                out.append((None, off if option.enabled is None else None))
+                out.append((None, None))
             if option.enabled is not False:
                 dtypes = option.dtype & HALF
                 if not option.dtype:
@@ -183,7 +180,7 @@ def autocast_states(cm: Value, state, origin: Optional[Origin], default_device: 
                 for bit in bits(dtypes):
                     out.append(((option.device, bit), option.origin))
                 if option.dtype & (F32 | F64):
-                    out.append((None, off))
+                    out.append((None, None))
         elif isinstance(option, Obj) and option.kind == "accelerator":
             out.append((state, origin))
         else:
