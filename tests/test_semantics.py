@@ -1242,3 +1242,20 @@ def _project_codes(tmp_path: Path) -> List[str]:
                              "--output-format", "json", "."], capture_output=True, text=True, cwd=tmp_path)
     return [f"{Path(f['filename']).resolve().relative_to(tmp_path.resolve()).as_posix()}:{f['location']['row']}: "
             f"{f['code']}" for f in json.loads(result.stdout or "[]")]
+
+
+def test_a_cast_to_a_dtype_nobody_knows_is_no_evidence_of_half(tmp_path: Path) -> None:
+    """``h.to(targets.dtype)`` where ``targets`` is unknown casts to an unknown dtype: the half
+    input is no evidence that the result is half (``h.to(device)`` keeps its dtype)."""
+    code = """
+    import torch
+    def loss(targets, device, wanted_dtype):
+        h = torch.randn(4).half()
+        a = h.to(targets.dtype)
+        b = h.to(dtype=wanted_dtype)
+        c = h.to(device)
+        return a, b, c  # <-
+    """
+    ctx = values_at(tmp_path, {"m.py": code}, "m.py", "# <-")
+    assert [(c["a"], c["b"], c["c"]) for c in ctx] == [("tensor of unknown dtype", "tensor of unknown dtype",
+                                                        "tensor float16")]
