@@ -27,8 +27,8 @@ import os
 import re
 import sys
 from collections import Counter
-from pathlib import PurePosixPath
 from dataclasses import dataclass, field, replace
+from pathlib import PurePosixPath
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from amp_lint.data import ops as optable
@@ -415,7 +415,6 @@ class Interpreter:
         """``importlib.import_module(name)``: the module when ``name`` is known; when only its
         package is (``f"pkg.tasks.{name}"``, ``namespace + "." + file``: the plugin loop of a
         registry), every module of that package runs, as the loop over its folder would run them."""
-        prefix = self._string_prefix(arg, frame)
         value = frame.record.values.get(id(arg))
         if isinstance(value, Scalar) and isinstance(value.value, str):
             found = self.index.resolve_absolute(frame.module, value.value)
@@ -423,7 +422,8 @@ class Interpreter:
                 self.run_module(found)
                 return ModVal(found)
             return UNKNOWN
-        if not prefix or not prefix.endswith(".") or prefix.count(".") < 1:
+        prefix = self._string_prefix(arg, frame)
+        if len(prefix) < 2 or not prefix.endswith("."):
             return UNKNOWN
         package = self.index.resolve_absolute(frame.module, prefix[:-1])
         folder = package.folder if isinstance(package, (SourceModule, Namespace)) else None
@@ -487,14 +487,11 @@ class Interpreter:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 parts = alias.name.split(".")
-                for i in range(1, len(parts) + 1):  # ``import a.b`` runs a, then a.b, as Python does
-                    found = self.import_module(module, ".".join(parts[:i]))
-                    if isinstance(found, ModVal):
-                        self.run_module(found.info)
-                if alias.asname:
-                    frame.env[alias.asname] = self.import_module(module, alias.name)
-                else:
-                    frame.env[parts[0]] = self.import_module(module, parts[0])
+                found = [self.import_module(module, ".".join(parts[:i])) for i in range(1, len(parts) + 1)]
+                for value in found:  # ``import a.b`` runs a, then a.b, as Python does
+                    if isinstance(value, ModVal):
+                        self.run_module(value.info)
+                frame.env[alias.asname or parts[0]] = found[-1] if alias.asname else found[0]
             return
         assert isinstance(node, ast.ImportFrom)
         base = self.import_module(module, node.module or "", node.level) if (node.module or node.level) else UNKNOWN
@@ -1184,6 +1181,8 @@ class Interpreter:
         return out if out is not None else UNKNOWN
 
     def _getattr(self, receiver: Value, name: str, frame: Frame, node: Optional[ast.AST]) -> Value:
+        if receiver is UNKNOWN and name == "dtype":
+            return DType(0, True)  # whatever it is, its ``dtype`` is a dtype (``x.to(labels.dtype)`` casts)
         if isinstance(receiver, Ext):
             return torch_api.ext_attr(receiver, name)
         if isinstance(receiver, ModVal):

@@ -473,8 +473,6 @@ def _tensor_method(interp: "Interpreter", frame: "Frame", tensor: Tensor, name: 
         if target is None:
             if name == "type" and not args and not kwargs:
                 return Scalar("str")
-            if _names_a_dtype(node):  # ``x.to(labels.dtype)`` of unknown labels: a cast to an unknown dtype
-                return Tensor(0, True, None, tensor.scaled, graph=tensor.low_graph, learned=tensor.learned)
             return plain  # ``x.to(device)``: the dtype stays
         cast = _with_origin(_explicit(target), frame, node, "cast")
         if isinstance(cast, Tensor):
@@ -524,22 +522,11 @@ def _tensor_method(interp: "Interpreter", frame: "Frame", tensor: Tensor, name: 
     return plain
 
 
-def _names_a_dtype(node: Optional[ast.AST]) -> bool:
-    """The call passes a dtype by its syntax: ``dtype=...``, or a first argument ``<expr>.dtype``
-    or a name ending in ``dtype`` (whatever its value, the call casts)."""
-    if not isinstance(node, ast.Call):
-        return False
-    if any(kw.arg == "dtype" for kw in node.keywords):
-        return True
-    first = node.args[0] if node.args else None
-    return (isinstance(first, ast.Attribute) and first.attr == "dtype") or \
-        (isinstance(first, ast.Name) and first.id.lower().endswith("dtype"))
-
-
 def _cast_target(args: Sequence[Value], kwargs: Dict[str, Value]) -> Optional[Value]:
     candidates: List[Value] = []
-    if "dtype" in kwargs:
-        candidates.append(kwargs["dtype"])
+    if "dtype" in kwargs:  # a dtype whatever its value: one of unknown value casts to an unknown dtype
+        value = kwargs["dtype"]
+        candidates.append(value if any(isinstance(o, DType) for o in options(value)) else DType(0, True))
     for arg in args:
         if _is_star(arg):
             continue
