@@ -1259,3 +1259,49 @@ def test_a_cast_to_a_dtype_nobody_knows_is_no_evidence_of_half(tmp_path: Path) -
     ctx = values_at(tmp_path, {"m.py": code}, "m.py", "# <-")
     assert [(c["a"], c["b"], c["c"]) for c in ctx] == [("tensor of unknown dtype", "tensor of unknown dtype",
                                                         "tensor float16")]
+
+
+def test_a_half_receiver_past_the_context_limit_keeps_its_own_context(tmp_path: Path) -> None:
+    """A method called in more contexts than the analysis keeps apart is widened by joining its
+    arguments; a half model's call after a sweep of float32 calls is not answered by the float32
+    calls' summary (before, the widened float32 result answered it and the softmax was missed)."""
+    calls = ", ".join(f"scorer(x, {t / 10})" for t in range(5, 19))
+    code = f"""
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+    class Scorer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(16, 16)
+        def forward(self, x, temperature):
+            return F.log_softmax(self.proj(x) / temperature, dim=-1)
+    scorer = Scorer()
+    x = torch.randn(4, 16)
+    sweep = [{calls}]
+    fast = Scorer().half()
+    print(fast(x.half(), 2.0))
+    """
+    assert _codes(tmp_path, code) == ["9: AMP201"]
+
+
+def test_a_tensor_method_of_what_may_be_a_model_is_not_a_submodule(tmp_path: Path) -> None:
+    """``x.float()`` of an unknown ``x`` may be a model or a tensor; ``.pow`` of it is no submodule
+    of a model (whose output would take the autocast dtype): the mean of squares of the float32
+    tensor is float32 inside autocast (before: a false AMP203)."""
+    code = """
+    import torch
+    from torch import nn
+    from data import load_features
+    class ScaleNorm(nn.Module):
+        def _normalise(self, x):
+            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)  # <-
+        def forward(self, x):
+            return self._normalise(x.float()).type_as(x)
+    def evaluate(norm, features):
+        with torch.autocast("cuda", dtype=torch.float16):
+            return norm(features)
+    print(evaluate(ScaleNorm(), load_features()))
+    """
+    assert _codes(tmp_path, code) == []
+    assert "float16" not in " ".join(one(tmp_path, code, "# <-", "x.pow(2).mean(-1, keepdim=True)"))

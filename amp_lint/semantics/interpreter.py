@@ -3,7 +3,9 @@
 Every module's top level runs once (imports run the imported module first). A call of a user
 function analyses its body for that calling context - the argument values, the receiver, the
 autocast state - and memoises the result, so a function is analysed once per distinct context (at
-most :data:`MAX_CONTEXTS`; past that, contexts are widened by joining their arguments). A summary
+most :data:`MAX_CONTEXTS`; past that, contexts are widened by joining their arguments, a module
+receiver apart, and a context widened :data:`MAX_WIDENINGS` times answers only the calls whose
+arguments it covers - other calls' results are unknown). A summary
 remembers which classes' instance fields it read, its callees' included; when one of those fields
 changes later (a wrapper's ``self.module`` gets another class), the next call in that context
 analyses it again. Functions no analysed code reaches are analysed once at the end with unknown
@@ -36,7 +38,8 @@ from amp_lint.semantics import torch_api
 from amp_lint.semantics.program import ClassInfo, FunctionInfo, ModuleIndex, Namespace, SourceModule
 from amp_lint.semantics.values import (
     BOOL, F16, F32, FLOATS, HALF, NONE, OPEN_KEYS, UNKNOWN, Builtin, ClassVal, Coll, DictVal, DType, Ext, FuncVal, Star,
-    Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Union, Value, element, join, options,
+    Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Union, Value, covers, element, join, options,
+    shape,
     with_condition, without_condition,
 )
 
@@ -148,7 +151,7 @@ class Interpreter:
         self.device = "cpu" if device == "cpu" else "cuda"
         self.memo: Dict[tuple, Summary] = {}
         self.running: Set[tuple] = set()
-        self.wide: Dict[int, Tuple[tuple, State, int]] = {}
+        self.wide: Dict[tuple, Tuple[tuple, int]] = {}
         #: the classes whose fields the running analysis has read (None at a module's top level)
         self.reading: Optional[Set[ClassInfo]] = None
         self.records: Dict[int, List[Record]] = {}
@@ -1508,14 +1511,24 @@ class Interpreter:
         if key in self.running or self.depth >= MAX_DEPTH:
             return None
         if not reruns and not context_free and info.contexts >= MAX_CONTEXTS:
-            wide = self.wide.get(id(info))
-            if wide is not None and wide[2] >= MAX_WIDENINGS:
-                found = self.memo.get((id(info), wide[0], wide[1]))  # widened enough: its last summary answers
+            # widened: the arguments of further calls are joined, apart from a module receiver
+            # (``self`` of a half model and of a float32 one keep their own widened context)
+            receiver = params[0] if params and all(isinstance(o, Module) for o in options(params[0])) else None
+            slot = (id(info), state, None if receiver is None else shape(receiver))
+            wide = self.wide.get(slot)
+            if wide is not None and wide[1] >= MAX_WIDENINGS:
+                # widened enough: its last summary answers the calls whose arguments it covers; any
+                # other call's result is unknown (another context's result would be false evidence)
+                if not all(covers(w, p) for w, p in zip(wide[0], params)):
+                    return None
+                found = self.memo.get((id(info), wide[0], state))
                 if found is not None and self.reading is not None:
                     self.reading.update(found.reads)
                 return found
-            joined = tuple(join(a, b) for a, b in zip(wide[0], params)) if wide and wide[1] == state else params
-            self.wide[id(info)] = (joined, state, (wide[2] + 1) if wide else 1)
+            joined = tuple(join(a, b) for a, b in zip(wide[0], params)) if wide else params
+            if receiver is not None:
+                joined = (receiver,) + joined[1:]
+            self.wide[slot] = (joined, (wide[1] + 1) if wide else 1)
             wide_key = (id(info), joined, state)
             found = self.memo.get(wide_key)
             if found is not None or wide_key in self.running:

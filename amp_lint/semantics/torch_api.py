@@ -93,6 +93,16 @@ _MODULE_METHODS = frozenset({
 })
 
 
+#: names of tensor operations that no model has as a submodule (``x.pow``, ``x.sum``); layer-like
+#: names (``norm``, ``linear``, ``softmax``, ``*_loss``) may well be submodules and are left out
+_TENSOR_OP_NAMES = frozenset(
+    name for name in set(optable.OPS) | set(optable.RESULT_KINDS) | set(optable.REDUCTIONS)
+    | optable.EXP_OPS | optable.POWER_OPS
+    if name not in _MODULE_METHODS and not any(part in name for part in (
+        "norm", "loss", "entropy", "soft", "linear", "sample", "interpolate", "prelu", "conv", "attention",
+        "kl_div", "dist", "similarity")))
+
+
 def module_builtin_attr(module: Module, name: str) -> Value:
     if name in _MODULE_METHODS or name in ("append", "extend", "insert") and isinstance(module.cls, Ext) \
             and module.cls.name.rsplit(".", 1)[-1] in _GROWABLE_CONTAINERS:
@@ -110,6 +120,8 @@ def module_builtin_attr(module: Module, name: str) -> Value:
         return module  # DataParallel(model).module
     if name in ("config", "hparams", "args"):
         return UNKNOWN
+    if name in _TENSOR_OP_NAMES:
+        return UNKNOWN  # ``x.pow`` of a value that may be a model or a tensor: not a submodule
     if module.cls is None or (isinstance(module.cls, Ext) and not module.cls.name.startswith("torch.nn.")):
         # a submodule of a model we know only by its cast (``model.transformer``, ``model.lm_head``)
         return Module(None, module.cast, module.cast_unknown, module.origin, master=module.master)

@@ -559,6 +559,36 @@ def _elem(value: Value) -> Value:
     return UNKNOWN
 
 
+def covers(wide: Value, value: Value) -> bool:
+    """Whether ``wide`` holds whatever ``value`` holds, evidence (origins, sites) aside: a summary
+    computed for ``wide`` then answers for ``value`` too."""
+    return shape(join(wide, value)) == shape(wide)
+
+
+def shape(value: Value) -> Any:
+    """``value`` with its evidence erased, for comparison."""
+    if isinstance(value, (Tensor, Module, DType, Autocast)):
+        value = replace(value, origin=None)
+        if isinstance(value, Module):
+            return replace(value, site=None, items=tuple(shape(v) for v in value.items))
+        return value
+    if isinstance(value, Scalar):
+        return replace(value, site=None)
+    if isinstance(value, Union):
+        return frozenset(shape(v) for v in options(value))
+    if isinstance(value, Seq):
+        return ("seq",) + tuple(shape(v) for v in value.items)
+    if isinstance(value, Coll):
+        return ("coll", shape(value.elem)) + tuple(shape(v) for v in value.prefix)
+    if isinstance(value, DictVal):
+        return ("dict",) + tuple((k, shape(v)) for k, v in value.items)
+    if isinstance(value, Obj):
+        return ("obj", value.kind) + tuple((k, shape(v)) for k, v in value.attrs)
+    if isinstance(value, Method):
+        return ("method", shape(value.recv), value.name)
+    return value
+
+
 def element(value: Value) -> Value:
     """What iterating ``value`` yields (the join of its items)."""
     return _elem(value)
