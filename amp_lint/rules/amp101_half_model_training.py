@@ -24,7 +24,9 @@ class HalfModelTraining(Rule):
     Finds a module cast wholesale to half precision (`model.half()`, `.bfloat16()`,
     `.to(torch.float16)`, `.to(dtype=...)`, `from_pretrained(..., torch_dtype=torch.float16)`)
     whose parameters an optimizer is then built over, anywhere in the program (the cast in one
-    file, the optimizer in another counts). It follows the parameters by dataflow, so a cast that
+    file, the optimizer in another counts), or cast in place after an optimizer over its parameters
+    was built, when that optimizer then steps (`.half()` converts the very tensors the optimizer
+    holds; a cast for export after training is not reported). It follows the parameters by dataflow, so a cast that
     is undone (`model.half().float()`), an optimizer over fp32 master copies of the parameters,
     and optimizers handed to a wrapper that keeps fp32 master weights (apex O2, fairseq
     `FP16Optimizer`, DeepSpeed, Kahan-summation optimizers) are not reported, nor are
@@ -56,6 +58,17 @@ class HalfModelTraining(Rule):
         model = Net().cuda().half().eval()
         with torch.no_grad():
             out = model(x.cuda().half())
+        """),
+        Valid("""
+        import torch
+        model = Net().cuda()
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss_fn(model(x.cuda()), y.cuda()).backward()
+            optimizer.step()
+        model.half()
+        torch.save(model.state_dict(), "model_fp16.pt")
         """),
         Valid("""
         import torch
@@ -128,6 +141,24 @@ class HalfModelTraining(Rule):
                 optimizer.step()
             """,
         ),
+        Invalid(
+            """
+            import torch
+
+            def train(model, loader, pure_fp16):
+                params = []
+                params.extend(model.parameters())
+                optimizer = torch.optim.SGD(params, lr=0.1, momentum=0.9)
+                if pure_fp16:
+                    model.half()
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    loss_fn(model(x.cuda().half()), y.cuda()).backward()
+                    optimizer.step()
+
+            train(torch.nn.Linear(16, 4).cuda(), loader, pure_fp16=True)
+            """,
+        ),
     ]
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -152,6 +183,8 @@ class HalfModelTraining(Rule):
         steps = [s for s in model.steps if not s.scaled and s.apex_with is None
                  and any(_trains(o, origin) for o in s.optimizers())]
         fix, reason = None, "no training loop over this model was recognised in this file"
+        if any(origin in casts for casts in self.ctx.facts.interpreter.pending_casts.values()):
+            reason = "the optimizer was built before the cast"
         if len(steps) == 1:
             fix, reason = migration_plan(
                 self.ctx, steps[0], f"Keep the model in fp32 and use autocast({dtype})"

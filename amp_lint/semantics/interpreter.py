@@ -179,6 +179,8 @@ class Interpreter:
 
         #: optimizers built over half parameters: (optimizer site, origin of the half dtype)
         self.half_optimizers: List[Tuple[str, Origin]] = []
+        #: optimizer site -> origins of in-place half casts of its model made after it was built
+        self.pending_casts: Dict[str, List[Origin]] = {}
         #: GradScaler sites that step or unscale an optimizer of half parameters -> that dtype's origin
         self.half_scalers: Dict[str, Origin] = {}
         #: mixed precision owned by a framework: (kind, precision text or None, origin)

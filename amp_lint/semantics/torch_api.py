@@ -17,7 +17,7 @@ from amp_lint.data import training as trainingdata
 from amp_lint.semantics.values import (
     BF16, BOOL, F16, F32, F64, FLOATS, HALF, INT, NONE, OPEN_KEYS, UNKNOWN, Autocast, Builtin, ClassVal, Coll,
     DictVal, DType, Star, Ext, FuncVal, Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Value,
-    bits, element, join, obj, options, promote, union_of,
+    bits, element, join, obj, options, promote, shape, union_of,
 )
 
 if TYPE_CHECKING:
@@ -594,6 +594,7 @@ def module_method(interp: "Interpreter", frame: "Frame", module: Module, name: s
     if name in ("half", "bfloat16", "float", "double"):
         bit = {"half": F16, "bfloat16": BF16, "float": F32, "double": F64}[name]
         result = module.cast_to(bit, _origin(frame, node, "module_cast"))
+        _note_cast_of_trained(interp, frame, module, result)
         mutate(interp, frame, node, result)
         interp.add_seed(result, frame)
         return result
@@ -606,6 +607,7 @@ def module_method(interp: "Interpreter", frame: "Frame", module: Module, name: s
                 result = replace(result, origin=replace(result.origin, condition=target.origin.condition))
             if target.unknown:
                 result = result.with_unknown()
+            _note_cast_of_trained(interp, frame, module, result)
             mutate(interp, frame, node, result)
             interp.add_seed(result, frame)
             return result
@@ -641,6 +643,46 @@ def module_method(interp: "Interpreter", frame: "Frame", module: Module, name: s
     if name in ("get_input_embeddings", "get_output_embeddings"):
         return Module(Ext("torch.nn.Embedding"), module.cast, module.cast_unknown, module.origin)
     return UNKNOWN
+
+
+def _note_cast_of_trained(interp: "Interpreter", frame: "Frame", module: Module, result: Value) -> None:
+    """A module cast to half in place after an optimizer was built over its parameters (in this
+    function): the optimizer now holds half parameters. Noted as pending; an optimizer step after
+    the cast makes it a fact (a cast for export after training is none)."""
+    cast = next((o for o in options(result) if isinstance(o, Module) and o.cast & HALF and o.origin), None)
+    if cast is None:
+        return
+    wanted = shape(module)
+    for value in frame.env.values():
+        for option in options(value):
+            site = option.get("site") if isinstance(option, Obj) and option.kind == "optimizer" else None
+            if isinstance(site, Scalar) and site.value and _names_module(option.get("params") or UNKNOWN, wanted):
+                pending = interp.pending_casts.setdefault(site.value, [])
+                if cast.origin not in pending:
+                    pending.append(cast.origin)
+
+
+def _is_parameters(value: Value) -> bool:
+    """``model.parameters()``: ``params.extend(...)`` of it keeps it whole, so an optimizer over the
+    list still knows whose parameters it trains."""
+    return isinstance(value, Obj) and value.kind == "parameters"
+
+
+def _names_module(params: Value, wanted: object, depth: int = 0) -> bool:
+    """Whether an optimizer's ``params`` include the parameters of the module of shape ``wanted``."""
+    if depth > 4:
+        return False
+    for option in options(params):
+        if isinstance(option, Obj) and option.kind == "parameters":
+            if any(shape(m) == wanted for m in options(option.get("module") or UNKNOWN)):
+                return True
+        elif isinstance(option, (Seq, Coll)):
+            if _names_module(element(option), wanted, depth + 1):
+                return True
+        elif isinstance(option, DictVal):
+            if any(_names_module(v, wanted, depth + 1) for _, v in option.items):
+                return True
+    return False
 
 
 def mutate(interp: "Interpreter", frame: "Frame", node: Optional[ast.AST], new_receiver: Value) -> None:
@@ -1181,8 +1223,8 @@ def call_builtin(interp: "Interpreter", frame: "Frame", name: str, args: List[Va
         elem = interp.iterate(first, frame)  # a sum of tensors (losses) is a tensor; unknown stays unknown
         return Scalar("num") if isinstance(elem, Scalar) else elem
     if name in ("sorted", "list", "tuple", "reversed", "set", "frozenset", "iter"):
-        if isinstance(first, Seq) and name in ("list", "tuple"):
-            return first
+        if (isinstance(first, Seq) or _is_parameters(first)) and name in ("list", "tuple"):
+            return first  # ``list(model.parameters())`` stays the model's parameters, for an optimizer
         if isinstance(first, Module) and first.items:
             return Seq(first.items)
         return Coll(interp.iterate(first, frame)) if positional else Seq(())
@@ -1306,6 +1348,10 @@ def obj_method(interp: "Interpreter", frame: "Frame", value: Obj, name: str, arg
         return UNKNOWN
     if kind == "optimizer" and name == "step":
         interp.stepping_calls.update(site.node_id for site in frame.stack)
+        site = value.get("site")
+        for origin in interp.pending_casts.get(site.value, ()) if isinstance(site, Scalar) else ():
+            if (site.value, origin) not in interp.half_optimizers:
+                interp.half_optimizers.append((site.value, origin))
         return NONE
     return UNKNOWN
 
@@ -1448,7 +1494,7 @@ def python_method(interp: "Interpreter", frame: "Frame", receiver: Value, name: 
             return element(receiver)
         if name in ("append", "extend", "insert") and positional and isinstance(node, ast.Call) \
                 and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
-            added = positional[-1] if name != "extend" else element(positional[-1])
+            added = positional[-1] if name != "extend" or _is_parameters(positional[-1]) else element(positional[-1])
             frame.env[node.func.value.id] = Coll(join(element(receiver), added)) if element(receiver) is not UNKNOWN \
                 or isinstance(receiver, Coll) else Coll(added)
             return NONE
