@@ -1305,3 +1305,23 @@ def test_a_tensor_method_of_what_may_be_a_model_is_not_a_submodule(tmp_path: Pat
     """
     assert _codes(tmp_path, code) == []
     assert "float16" not in " ".join(one(tmp_path, code, "# <-", "x.pow(2).mean(-1, keepdim=True)"))
+
+
+def test_a_call_its_saturated_widened_context_does_not_cover_gets_a_context_of_its_own(tmp_path: Path) -> None:
+    """Past the widening limit, a call whose arguments the widened context does not cover is analysed
+    in its own context (while the function has some left): the last config's dtype is float16, not
+    the widened float32 configs' dtype (before: their summary answered) nor unknown."""
+    classes = "\n".join(f"class Config{i}:\n    dtype = torch.float32" for i in range(13))
+    calls = "\n".join(f"d{i} = pick(Config{i}())" for i in range(13))
+    code = f"""
+import torch
+def pick(config):
+    return config.dtype
+{classes}
+class Config13:
+    dtype = torch.float16
+{calls}
+d13 = pick(Config13())
+x = torch.randn(4).to(d13)  # <-
+"""
+    assert one(tmp_path, code, "# <-", "d13") == ["dtype float16"]

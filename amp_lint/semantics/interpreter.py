@@ -4,8 +4,9 @@ Every module's top level runs once (imports run the imported module first). A ca
 function analyses its body for that calling context - the argument values, the receiver, the
 autocast state - and memoises the result, so a function is analysed once per distinct context (at
 most :data:`MAX_CONTEXTS`; past that, contexts are widened by joining their arguments, a module
-receiver apart, and a context widened :data:`MAX_WIDENINGS` times answers only the calls whose
-arguments it covers - other calls' results are unknown). A summary
+receiver apart; a context widened :data:`MAX_WIDENINGS` times answers only the calls whose
+arguments it covers, another call gets a context of its own, up to :data:`MAX_EXACT_CONTEXTS`,
+and past those an unknown result). A summary
 remembers which classes' instance fields it read, its callees' included; when one of those fields
 changes later (a wrapper's ``self.module`` gets another class), the next call in that context
 analyses it again. Functions no analysed code reaches are analysed once at the end with unknown
@@ -50,6 +51,7 @@ State = Optional[Tuple[str, int]]
 DEBUG = bool(os.environ.get("AMP_LINT_DEBUG"))
 MAX_CONTEXTS = 8
 MAX_WIDENINGS = 3
+MAX_EXACT_CONTEXTS = 16
 MAX_DEPTH = 40
 MAX_LOOP_ITERATIONS = 4
 #: how often a context is analysed again because a field it read changed afterwards
@@ -1518,25 +1520,32 @@ class Interpreter:
             receiver = params[0] if params and all(isinstance(o, Module) for o in options(params[0])) else None
             slot = (id(info), state, None if receiver is None else shape(receiver))
             wide = self.wide.get(slot)
+            exact = False
             if wide is not None and wide[1] >= MAX_WIDENINGS:
-                # widened enough: its last summary answers the calls whose arguments it covers; any
-                # other call's result is unknown (another context's result would be false evidence)
-                if not all(covers(w, p) for w, p in zip(wide[0], params)):
+                # widened enough: its last summary answers the calls whose arguments it covers;
+                # another call gets a context of its own while the function has some left
+                # (:data:`MAX_EXACT_CONTEXTS`), else an unknown result - another context's result
+                # would be false evidence
+                if all(covers(w, p) for w, p in zip(wide[0], params)):
+                    found = self.memo.get((id(info), wide[0], state))
+                    if found is not None and self.reading is not None:
+                        self.reading.update(found.reads)
+                    return found
+                if info.exact_contexts >= MAX_EXACT_CONTEXTS:
                     return None
-                found = self.memo.get((id(info), wide[0], state))
-                if found is not None and self.reading is not None:
-                    self.reading.update(found.reads)
-                return found
-            joined = tuple(join(a, b) for a, b in zip(wide[0], params)) if wide else params
-            if receiver is not None:
-                joined = (receiver,) + joined[1:]
-            self.wide[slot] = (joined, (wide[1] + 1) if wide else 1)
-            wide_key = (id(info), joined, state)
-            found = self.memo.get(wide_key)
-            if found is not None or wide_key in self.running:
-                return found
-            env = dict(zip(names, joined))
-            key = wide_key
+                info.exact_contexts += 1
+                exact = True
+            if not exact:
+                joined = tuple(join(a, b) for a, b in zip(wide[0], params)) if wide else params
+                if receiver is not None:
+                    joined = (receiver,) + joined[1:]
+                self.wide[slot] = (joined, (wide[1] + 1) if wide else 1)
+                wide_key = (id(info), joined, state)
+                found = self.memo.get(wide_key)
+                if found is not None or wide_key in self.running:
+                    return found
+                env = dict(zip(names, joined))
+                key = wide_key
         if not reruns:  # a context analysed again is not another context
             info.contexts += 1
         self.running.add(key)
