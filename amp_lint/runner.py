@@ -19,11 +19,9 @@ import contextlib
 import dataclasses
 import gc
 import hashlib
-import os
-import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple, Type
+from typing import TYPE_CHECKING, FrozenSet, Iterator, List, Optional, Sequence, Tuple, Type
 
 from amp_lint.cache import Cache, content_digest
 from amp_lint.config import Settings, enabled_codes, ignored_for_path

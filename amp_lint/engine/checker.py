@@ -6,7 +6,7 @@ Rules read the file through :class:`CheckContext`; they never see the interprete
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from amp_lint.config import Settings

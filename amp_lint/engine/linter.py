@@ -26,11 +26,10 @@ from amp_lint.engine.fixes import CstFix, apply_fixes, choose_compatible, local_
 from amp_lint.engine.fixing import FixContext, FixPlan
 from amp_lint.engine.noqa import Suppressions, parse_suppressions
 from amp_lint.data.catalog import SYNTAX_ERROR_CODE, SYNTAX_ERROR_NAME
-from amp_lint.findings import Applicability, Edit, FileReport, Finding, Fix, Location, Related, Severity
+from amp_lint.findings import Applicability, Edit, Finding, Fix, Location, Related, Severity
 from amp_lint.semantics.facts import Facts
 from amp_lint.semantics.interpreter import DEBUG, Interpreter
 from amp_lint.semantics.program import SourceModule, extra_roots
-from amp_lint.source import SourceFile
 
 MAX_FIX_ROUNDS = 10
 

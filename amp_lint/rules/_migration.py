@@ -25,7 +25,7 @@ from amp_lint.findings import Applicability
 from amp_lint.semantics.torch_api import node_key
 from amp_lint.semantics.training import FUNCTIONS, LOOPS, TrainingModel, TrainingStep
 from amp_lint.semantics.values import (
-    HALF, ClassVal, Ext, FuncVal, Module, Obj, Origin, Scalar, Tensor, Value, options,
+    HALF, Ext, FuncVal, Module, Obj, Scalar, options,
 )
 
 Block = Union[cst.IndentedBlock, cst.Module]

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Dict, List, Tuple
+from typing import Dict, Tuple
 
 from amp_lint.findings import Applicability, Severity
 from amp_lint.rules._training import framework_precision, migration_plan, training_model

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import ast
-from typing import List, Optional, Tuple
+from typing import List, Optional
 
 from amp_lint.data.ops import LOSSES, MODULE_OPS
 from amp_lint.engine import codegen

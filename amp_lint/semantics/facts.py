@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
-from amp_lint.semantics.interpreter import CallSite, Interpreter, Record, State
+from amp_lint.semantics.interpreter import Interpreter, Record, State
 from amp_lint.semantics.values import (
-    BF16, F16, HALF, UNKNOWN, DType, Ext, Module, Origin, Tensor, Value, dtype_label, options,
+    BF16, HALF, UNKNOWN, DType, Ext, Module, Origin, Tensor, Value, dtype_label, options,
 )
 
 CUDA, CPU, APEX = "cuda", "cpu", "apex"
@@ -90,7 +90,7 @@ class Observation:
         if origin is not None and origin.kind != "autocast" or state is None:
             kind = origin.kind if origin is not None else ""
             what = {"module_cast": f"a module cast to {name}", "from_pretrained": f"a model loaded in {name}",
-                    "apex": f"an apex fp16 model", "framework": f"a model cast to {name}",
+                    "apex": "an apex fp16 model", "framework": f"a model cast to {name}",
                     "cast": f"a tensor cast to {name}", "dtype": f"created as {name}"}.get(kind, "outside autocast")
             return f"in {name} ({what})"
         device = {"cpu": "CPU autocast", "apex": "apex O1"}.get(state[0], "CUDA autocast")

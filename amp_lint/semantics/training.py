@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from amp_lint.data import training as trainingdata
 from amp_lint.semantics.facts import Facts, Observation
 from amp_lint.semantics.values import (
-    F16, HALF, UNKNOWN, ClassVal, Ext, Method, Module, Obj, Scalar, Tensor, Value, options,
+    UNKNOWN, Ext, Method, Obj, Tensor, Value, options,
 )
 
 LOOPS = (ast.For, ast.AsyncFor, ast.While)

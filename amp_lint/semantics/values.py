@@ -26,7 +26,7 @@ Values are immutable and hashable (they key the memo of function analyses).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, FrozenSet, Iterable, Iterator, Optional, Tuple
+from typing import Any, FrozenSet, Iterable, Iterator, Optional, Tuple
 
 # -- dtypes as bits ------------------------------------------------------------------------------
 BOOL, INT, F16, BF16, F32, F64 = 1, 2, 4, 8, 16, 32
