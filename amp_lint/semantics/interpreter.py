@@ -1520,12 +1520,11 @@ class Interpreter:
             receiver = params[0] if params and all(isinstance(o, Module) for o in options(params[0])) else None
             slot = (id(info), state, None if receiver is None else shape(receiver))
             wide = self.wide.get(slot)
-            exact = False
             if wide is not None and wide[1] >= MAX_WIDENINGS:
                 # widened enough: its last summary answers the calls whose arguments it covers;
-                # another call gets a context of its own while the function has some left
-                # (:data:`MAX_EXACT_CONTEXTS`), else an unknown result - another context's result
-                # would be false evidence
+                # another call is analysed in its own context (below) while the function has some
+                # left (:data:`MAX_EXACT_CONTEXTS`), else its result is unknown - another context's
+                # result would be false evidence
                 if all(covers(w, p) for w, p in zip(wide[0], params)):
                     found = self.memo.get((id(info), wide[0], state))
                     if found is not None and self.reading is not None:
@@ -1534,8 +1533,7 @@ class Interpreter:
                 if info.exact_contexts >= MAX_EXACT_CONTEXTS:
                     return None
                 info.exact_contexts += 1
-                exact = True
-            if not exact:
+            else:
                 joined = tuple(join(a, b) for a, b in zip(wide[0], params)) if wide else params
                 if receiver is not None:
                     joined = (receiver,) + joined[1:]

@@ -95,7 +95,7 @@ class FunctionInfo:
     #: the environment of the function that defines a nested function (read for free names)
     closure: Optional[Dict[str, Value]] = None
     contexts: int = 0  # analyses run (one per distinct calling context)
-    exact_contexts: int = 0  # contexts past the widening that a call its widened context did not cover got
+    exact_contexts: int = 0  # own contexts given, past the widening, to calls a widened context did not cover
 
     @property
     def name(self) -> str:

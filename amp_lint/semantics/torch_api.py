@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import math
 from dataclasses import replace
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from amp_lint.data import ops as optable
 from amp_lint.data import training as trainingdata
@@ -668,21 +668,11 @@ def _is_parameters(value: Value) -> bool:
     return isinstance(value, Obj) and value.kind == "parameters"
 
 
-def _names_module(params: Value, wanted: object, depth: int = 0) -> bool:
+def _names_module(params: Value, wanted: object) -> bool:
     """Whether an optimizer's ``params`` include the parameters of the module of shape ``wanted``."""
-    if depth > 4:
-        return False
-    for option in options(params):
-        if isinstance(option, Obj) and option.kind == "parameters":
-            if any(shape(m) == wanted for m in options(option.get("module") or UNKNOWN)):
-                return True
-        elif isinstance(option, (Seq, Coll)):
-            if _names_module(element(option), wanted, depth + 1):
-                return True
-        elif isinstance(option, DictVal):
-            if any(_names_module(v, wanted, depth + 1) for _, v in option.items):
-                return True
-    return False
+    return any(isinstance(leaf, Obj) and leaf.kind == "parameters"
+               and any(shape(m) == wanted for m in options(leaf.get("module") or UNKNOWN))
+               for leaf in _param_leaves(params))
 
 
 def mutate(interp: "Interpreter", frame: "Frame", node: Optional[ast.AST], new_receiver: Value) -> None:
@@ -1562,6 +1552,20 @@ def param_origins(value: Value) -> List[Origin]:
     return sorted((o for o, half in _param_facts(value)[2] if half), key=lambda o: o.key)
 
 
+def _param_leaves(value: Value) -> Iterator[Value]:
+    """What an optimizer argument is made of: ``model.parameters()`` objects, tensors and unknowns,
+    through lists of them and param-group dicts (their ``"params"``)."""
+    for option in options(value):
+        if isinstance(option, (Seq, Coll)):
+            yield from _param_leaves(element(option))
+        elif isinstance(option, DictVal):
+            for key, item in option.items:
+                if key == "params":
+                    yield from _param_leaves(item)
+        else:
+            yield option
+
+
 def _param_facts(value: Value) -> Tuple[int, bool, List[Tuple[Origin, bool]]]:
     """(dtypes, unknown, [(origin, whether its tensor may be half)]) of an optimizer argument."""
     dtypes, unknown, origins = 0, False, []  # type: Tuple[int, bool, List[Tuple[Origin, bool]]]
@@ -1580,20 +1584,12 @@ def _param_facts(value: Value) -> Tuple[int, bool, List[Tuple[Origin, bool]]]:
         if t.origin is not None:
             add(t.origin, bool(t.dtypes & HALF))
 
-    for option in options(value):
-        if isinstance(option, Obj) and option.kind == "parameters":
-            for t in _params_per_module(option):  # each module's cast, not one joined origin
+    for leaf in _param_leaves(value):
+        if isinstance(leaf, Obj) and leaf.kind == "parameters":
+            for t in _params_per_module(leaf):  # each module's cast, not one joined origin
                 tensor(t)
-        elif isinstance(option, Tensor):
-            tensor(option)
-        elif isinstance(option, (Seq, Coll, DictVal)):
-            inner = [element(option)] if not isinstance(option, DictVal) else [
-                v for key, v in option.items if key == "params"]
-            for v in inner:
-                d, u, o = _param_facts(v)
-                dtypes, unknown = dtypes | d, unknown or u
-                for origin, half in o:
-                    add(origin, half)
+        elif isinstance(leaf, Tensor):
+            tensor(leaf)
         else:
             unknown = True
     return dtypes, unknown, origins
