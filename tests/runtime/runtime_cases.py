@@ -11,6 +11,13 @@ RUNTIME = ROOT / "fixtures" / "runtime"
 APEX_STUB = {"PYTHONPATH": str(Path(__file__).resolve().parent / "apex_stub")}
 STEPS = 8
 
+
+def cuda_available() -> bool:
+    """Whether this machine's torch sees a GPU (runs started with ``device="auto"`` then use it)."""
+    import torch
+
+    return torch.cuda.is_available()
+
 #: name -> (script relative to fixtures/training, verify options)
 VERIFY_CASES: Dict[str, tuple] = {
     "fp32_cnn": ("fp32_cnn.py", {}),
@@ -28,7 +35,8 @@ VERIFY_CASES: Dict[str, tuple] = {
     "broken/scaler_in_branch": ("broken/scaler_in_branch.py", {"no_fix": True}),
     "broken/autocast_not_around_forward": ("broken/autocast_not_around_forward.py", {"no_fix": True}),
     "broken/clip_before_unscale": ("broken/clip_before_unscale.py", {"no_fix": True}),
-    "cuda_amp_any_device": ("../runtime/cuda_amp_any_device.py", {"no_fix": True}),
+    # --device cpu: the CUDA mixed precision is mapped onto the CPU also where a GPU is present
+    "cuda_amp_any_device": ("../runtime/cuda_amp_any_device.py", {"no_fix": True, "device": "cpu"}),
 }
 #: ``python -m csv_regression.train ARGS`` from a copy of fixtures/runtime, with --apply.
 MODULE_CASE = "module_with_data_and_args"

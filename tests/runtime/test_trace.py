@@ -11,7 +11,7 @@ import pytest
 
 from amp_lint.runtime import trace as tr
 from amp_lint.runtime.target import resolve
-from runtime_cases import NUMERICS, ROOT, TRACE_CASES
+from runtime_cases import NUMERICS, ROOT, TRACE_CASES, cuda_available
 
 pytestmark = pytest.mark.runtime
 
@@ -90,7 +90,7 @@ def test_op_records_carry_dtypes_and_autocast_state(traced):
 @pytest.mark.cases("AMP202_lm_cross_entropy", "AMP301_attention_mask_1e9")
 def test_json_and_sarif(traced):
     data = json.loads(tr.render_json(traced("AMP202_lm_cross_entropy")))
-    assert data["exit_code"] == 1 and data["run"]["device"]["used"] == "cpu"
+    assert data["exit_code"] == 1 and data["run"]["device"]["used"] == ("cuda" if cuda_available() else "cpu")
     assert [(h["code"], h["line"], h["status"]) for h in data["hazards"]] == [("AMP202", 43, "confirmed")]
     sarif = json.loads(tr.render_sarif(traced("AMP301_attention_mask_1e9"), "9.9.9"))
     result = sarif["runs"][0]["results"][0]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from amp_lint.runtime import verify as vf
-from runtime_cases import MODULE_ARGS, MODULE_CASE, ROOT, RUNTIME, STEPS, TRAINING
+from runtime_cases import MODULE_ARGS, MODULE_CASE, ROOT, RUNTIME, STEPS, TRAINING, cuda_available
 
 pytestmark = pytest.mark.runtime
 
@@ -116,6 +116,7 @@ def test_broken_migration_points_at_the_line(verified):
 
 @pytest.mark.cases("cuda_amp_any_device")
 def test_cuda_mixed_precision_runs_in_cpu_float16_without_a_gpu(verified):
+    """``--device cpu`` hides any GPU, as a machine without one has none."""
     verdict = verified("cuda_amp_any_device")
     assert verdict.verdict == vf.VERIFIED, vf.render_text(verdict)
     inst = verdict.runs["amp"].instrumentation
@@ -169,12 +170,30 @@ def test_missing_data_file(tmp_path):
 
 
 def test_cuda_only_script_without_cuda():
-    out = _amp_lint("verify", "fixtures/projects/gpt_pkg/train.py")
+    out = _amp_lint("verify", "--device", "cpu", "fixtures/projects/gpt_pkg/train.py")
     assert out.returncode == 2, out.stdout + out.stderr
     first = out.stderr.splitlines()[0]
     assert first.startswith("amp-lint: error: original run failed: the script needs CUDA and there is none here")
-    assert "Torch not compiled with CUDA enabled" in first and out.stdout == ""
-    assert "--- the script's stderr (tail) ---" in out.stderr
+    # a CPU build of torch says the first, a CUDA build with its GPUs hidden the second
+    assert ("Torch not compiled with CUDA enabled" in first or "No CUDA GPUs are available" in first), first
+    assert out.stdout == "" and "--- the script's stderr (tail) ---" in out.stderr
+
+
+@pytest.mark.skipif(not cuda_available(), reason="needs a GPU: the script places its model and data on CUDA")
+def test_cuda_only_script_is_migrated_and_its_crash_traced_on_a_gpu():
+    """gpt_pkg trains a ``.cuda().half()`` GPT: on a GPU the original crashes on the fp16 mask fill,
+    the rewrite trains under CUDA autocast with a CUDA GradScaler, and trace confirms AMP301."""
+    out = _amp_lint("verify", "--device", "cuda", "--output-format", "json", "train.py",
+                    cwd=ROOT / "fixtures" / "projects" / "gpt_pkg")
+    data = json.loads(out.stdout)
+    assert out.returncode == 0 and data["verdict"] == "verified", out.stdout + out.stderr
+    original, amp = data["runs"]["original"], data["runs"]["amp"]
+    assert "value cannot be converted to type c10::Half without overflow" in original["failure"]
+    assert amp["device"]["used"] == "cuda" and amp["scalers"][0]["device"] == "cuda"
+    assert [(e["device_type"], e["dtype"]) for e in amp["autocast"]] == [("cuda", "float16")]
+    traced = _amp_lint("trace", "--device", "cuda", "train.py", cwd=ROOT / "fixtures" / "projects" / "gpt_pkg")
+    assert traced.returncode == 1, traced.stdout + traced.stderr
+    assert "model/attention.py:34: AMP301 [confirmed]" in traced.stdout and "device: cuda;" in traced.stdout
 
 
 def test_timeout(tmp_path):
