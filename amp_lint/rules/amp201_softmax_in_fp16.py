@@ -41,10 +41,13 @@ class SoftmaxInFp16(Rule):
 
     ## Why is this bad?
     Under CUDA autocast softmax runs in float32 (autocast's `fp32_set_opt_dtype` policy). Outside it
-    the kernel runs in the input dtype: the normaliser `max + log(sum(exp(x - max)))` is rounded to
-    float16 (3 significant digits), so log-probabilities of confident tokens collapse to 0 or are
-    off by tens of percent, and attention weights lose their small entries. Fairseq-style
-    `softmax(x.float())` and `softmax(x, dtype=torch.float32)` are silent.
+    the kernel runs in the input dtype, and the damage depends on the device. The CPU kernel rounds
+    the normaliser `max + log(sum(exp(x - max)))` to float16 (3 significant digits), so
+    log-probabilities of confident tokens collapse to 0 or are off by tens of percent. The CUDA
+    kernel accumulates in float32 and rounds only its output: the values keep 3 significant
+    digits, and probabilities below about 3e-8 (half float16's smallest subnormal) round to 0,
+    whose log is `-inf`.
+    Fairseq-style `softmax(x.float())` and `softmax(x, dtype=torch.float32)` are silent.
 
     ## Fix safety
     The fix computes in float32 and casts back: `F.softmax(x, dim=d, dtype=torch.float32).type_as(x)`
@@ -61,6 +64,9 @@ class SoftmaxInFp16(Rule):
       https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/autocast_mode.cpp
     - Measured with torch 2.13.0 (CPU): under `torch.autocast("cpu", dtype=torch.float16)`, `softmax`
       and `log_softmax` of a float16 tensor return float16
+    - Measured: `fixtures/numerics/AMP201_logprobs_log_softmax.py` is 77 % off its float32 result on
+      the CPU (torch 2.13.0) and 0.2 % off on an NVIDIA H100 (torch 2.11.0+cu130), where the CUDA
+      kernel's float32 accumulation leaves only the output rounding
     - https://pytorch.org/docs/stable/amp.html#autocast-op-reference
     """
     VALID = [

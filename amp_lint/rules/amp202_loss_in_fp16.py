@@ -32,9 +32,12 @@ class LossInFp16(Rule):
 
     ## Why is this bad?
     Autocast (CUDA and CPU) runs every loss in float32. Outside it the loss runs in the input
-    dtype: the reduction accumulates per-token losses in float16, so a mean over 16k tokens at ~6
-    nats each passes 65504 and is `inf` although every term is finite; small losses lose their
-    digits, and a loss-scaled fp16 loss overflows at 1.0 x 65536.
+    dtype. On the CPU the reduction accumulates per-token losses in float16, so a mean over 16k
+    tokens at ~6 nats each passes 65504 and is `inf` although every term is finite. CUDA's loss
+    kernels accumulate in float32 and round only the result, which still holds 3 significant
+    digits and cannot exceed 65504 (a `reduction="sum"` over many tokens is `inf`). A hand-written
+    loss scale (`loss * 65536` of a float16 loss) overflows once the loss passes 1.0;
+    `torch.amp.GradScaler.scale` returns float32 (it multiplies by a float32 one-element tensor).
 
     ## Fix safety
     The fix calls `.float()` on the half inputs (class-index targets are left alone). Unsafe: the
@@ -49,7 +52,10 @@ class LossInFp16(Rule):
       https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/autocast_mode.h
       https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/autocast_mode.cpp
     - Measured with torch 2.13.0 (CPU): outside autocast a loss of float16 inputs is float16;
-      `torch.tensor(2.0).half() * 65536` is `inf`
+      `torch.tensor(2.0).half() * 65536` is `inf`; `GradScaler("cpu").scale(loss)` of a float16 loss
+      is float32
+    - Measured: `fixtures/numerics/AMP202_lm_cross_entropy.py` (mean over 16k tokens) is `inf` on the
+      CPU (torch 2.13.0) and within 0.01 % of float32 on an NVIDIA H100 (torch 2.11.0+cu130)
     """
     VALID = [
         Valid("""

@@ -33,8 +33,9 @@ class Fp16OverflowingConstant(Rule):
     ## Why is this bad?
     `masked_fill`, `fill_`, `new_full`, `full` and `index_fill` raise
     `RuntimeError: value cannot be converted to type c10::Half without overflow` (older releases:
-    `at::Half`). `torch.where` and arithmetic silently produce `-inf`, and a fully-masked row of a
-    softmax then becomes NaN.
+    `at::Half`). Arithmetic silently produces `-inf`, and so does `torch.where(mask, x, -1e9)` on
+    the CPU, while on CUDA it raises the same error; a fully-masked row of a softmax filled with
+    `-inf` becomes NaN.
 
     ## Fix safety
     The fix uses the extreme of the filled tensor's own dtype: `torch.finfo(scores.dtype).min`
@@ -45,6 +46,10 @@ class Fp16OverflowingConstant(Rule):
       `torch.full(..., dtype=torch.float16)` and `index_fill` with -1e9 raise `RuntimeError: value
       cannot be converted to type c10::Half without overflow`; `torch.where(mask, torch.tensor(-1e9), x)`
       and `x + 1e9` silently give `inf`; -65504 and `float("-inf")` are accepted
+    - Measured with torch 2.11.0+cu130 on an NVIDIA H100 (`tests/data/cuda_dtypes.json`): under
+      `torch.autocast("cuda", dtype=torch.float16)`, `masked_fill(mask, -1e9)` and
+      `torch.where(mask, x, -1e9)` of a matmul output raise `value cannot be converted to type c10::Half
+      without overflow`; the CPU's `torch.where` gives `-inf` instead
     - `torch.finfo`: https://pytorch.org/docs/stable/type_info.html#torch.finfo
     """
     VALID = [
