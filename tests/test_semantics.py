@@ -629,6 +629,81 @@ def test_apex_o2_casts_the_model_and_keeps_master_weights(tmp_path: Path) -> Non
     assert result.returncode == 0, result.stdout  # O2 keeps fp32 master weights and scales the loss
 
 
+def test_apex_o2_returns_float32_outputs_from_a_half_forward(tmp_path: Path) -> None:
+    """apex O2/O3 patch the initialised model's forward: floating inputs are cast to float16 and the
+    outputs to float32. Inside the forward the activations are half (its softmax is a finding); a
+    loss on the outputs is float32, also where the flag that runs apex is off (a plain fp32 model)."""
+    code = """
+    import sys
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+    from apex import amp
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 8)
+        def forward(self, x):
+            h = self.fc(x)
+            return h, F.softmax(h, dim=-1)
+    model = Net()
+    optimizer = torch.optim.Adam(model.parameters())
+    if len(sys.argv) > 1:
+        model, optimizer = amp.initialize(model, optimizer, opt_level="O2")
+    logits, probs = model(torch.randn(2, 8))
+    loss = F.cross_entropy(logits, torch.tensor([1, 2]))
+    with amp.scale_loss(loss, optimizer) as scaled:
+        scaled.backward()
+    """
+    assert [c for c in _codes(tmp_path, code) if not c.endswith("AMP502")] == ["12: AMP201"]
+    values = values_at(tmp_path, {"m.py": code}, "m.py", "logits, probs = model(")[0]
+    assert values["logits"] == "tensor float32" and values["probs"] == "tensor float32"
+    linear = """
+    import torch
+    from apex import amp
+    model = torch.nn.Linear(8, 8)
+    optimizer = torch.optim.Adam(model.parameters())
+    model, optimizer = amp.initialize(model, optimizer, opt_level="O3")
+    y = model(torch.randn(2, 8))  # <-
+    """
+    assert one(tmp_path, linear, "# <-", "y") == ["tensor float32"]
+    # outputs cast to the dtype asked for: not taken as float32
+    [asked] = one(tmp_path, linear.replace('"O3")', '"O3", cast_model_outputs=torch.float16)'), "# <-", "y")
+    assert "float16" in asked
+
+
+def test_a_vendored_apex_is_the_library_from_inside_and_from_above(tmp_path: Path) -> None:
+    """A repository that ships its own copy of apex (``apex/amp/...``): ``from apex import amp`` is
+    still NVIDIA apex (AMP502; O2's master weights), whether the run starts in the repository, where
+    ``apex`` resolves to the copy, or in the folder above it."""
+    repo = tmp_path / "repo"
+    (repo / "apex" / "amp").mkdir(parents=True)
+    (repo / "apex" / "__init__.py").write_text("from . import amp\n", encoding="utf-8")
+    (repo / "apex" / "amp" / "__init__.py").write_text(
+        "def initialize(models, optimizers=None, opt_level='O1'):\n    return models, optimizers\n", encoding="utf-8")
+    (repo / "train.py").write_text(textwrap.dedent("""
+    import torch
+    from apex import amp
+    model = torch.nn.Linear(8, 8).cuda()
+    optimizer = torch.optim.Adam(model.parameters(), eps=1e-8)
+    model, optimizer = amp.initialize(model, optimizer, opt_level="O2")
+    for x in loader:
+        loss = model(x).float().sum()
+        with amp.scale_loss(loss, optimizer) as scaled:
+            scaled.backward()
+        optimizer.step()
+    """).lstrip(), encoding="utf-8")
+
+    def findings(cwd: Path, target: str) -> List[str]:
+        out = subprocess.run([sys.executable, "-m", "amp_lint", "check", "--isolated", "--no-cache",
+                              "--output-format", "json", target], capture_output=True, text=True, cwd=cwd)
+        return sorted(f"{Path(f['filename']).name}:{f['location']['row']}: {f['code']}" for f in json.loads(out.stdout))
+
+    inside = findings(repo, ".")
+    assert inside == findings(tmp_path, "repo")
+    assert inside == ["train.py:5: AMP502", "train.py:8: AMP502"]  # no AMP302: O2 keeps fp32 master weights
+
+
 def test_apex_o1_runs_the_forward_as_autocast_would(tmp_path: Path) -> None:
     code = """
     import torch
@@ -799,6 +874,38 @@ def test_branch_behind_a_constant_flag_is_not_taken(tmp_path: Path) -> None:
     project(torch.randn(3), len(sys.argv) > 1)
     """
     assert one(tmp_path, code, "# <-", "x") == ["tensor float32 or float64", "tensor bfloat16 or float32 or float64"]
+
+
+def test_not_of_a_flag_the_call_passes_decides_the_branch(tmp_path: Path) -> None:
+    """jukebox-style ``forward(self, x, fp16=False, fp16_out=False)`` ending in ``if not fp16_out:
+    x = x.float()``: ``not`` of a flag whose value the call passes is decided like the flag itself.
+    A call passing ``fp16_out=False`` gets float32 back, so the loss on it is no finding; one passing
+    ``True`` gets half."""
+    code = """
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+    class Body(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(8, 8)
+        def forward(self, x, fp16=False, fp16_out=False):
+            if fp16:
+                x = x.half()
+            x = self.proj(x)
+            if not fp16_out:
+                x = x.float()
+            return x
+    class Head(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = Body().half()
+        def forward(self, x, t):
+            return F.cross_entropy(self.body(x, fp16=True, fp16_out=False), t)
+    Head()(torch.randn(2, 8), torch.zeros(2, dtype=torch.long))
+    """
+    assert _codes(tmp_path, code) == []
+    assert _codes(tmp_path, code.replace("fp16_out=False), t)", "fp16_out=True), t)")) == ["20: AMP202"]
 
 
 def test_a_constant_the_script_may_rebind_decides_no_branch(tmp_path: Path) -> None:

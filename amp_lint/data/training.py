@@ -69,6 +69,10 @@ MASTER_WEIGHT_WRAPPERS: FrozenSet[str] = frozenset(
 #: Calls (qualified) that take an optimizer and keep fp32 master weights for it (apex O1/O2,
 #: DeepSpeed's engine).
 MASTER_WEIGHT_BUILDERS: FrozenSet[str] = frozenset({"apex.amp.initialize", "deepspeed.initialize"})
+#: Packages known by name whose effects their source does not show (apex's ``amp.initialize``
+#: patches torch and the model's forward at run time): a copy vendored in the repository is still
+#: that library, so a run gives the same findings from inside the repository and from above it.
+KNOWN_BY_NAME: FrozenSet[str] = frozenset({"apex"})
 #: Calls that wrap model+optimizer into an engine with its own loss scaling (DeepSpeed).
 ENGINE_INITIALIZERS: FrozenSet[str] = frozenset({"deepspeed.initialize"})
 

@@ -656,8 +656,9 @@ class Interpreter:
     @staticmethod
     def _decide(test: ast.AST, value: Value, frame: Frame) -> Optional[bool]:
         """``_truth``, except for a module constant the module may rebind at run time."""
-        if (isinstance(test, ast.Name) and test.id in frame.module.overridable
-                and (frame.info is None and frame.cls is None or test.id not in frame.env)):
+        name = test.operand if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) else test
+        if (isinstance(name, ast.Name) and name.id in frame.module.overridable
+                and (frame.info is None and frame.cls is None or name.id not in frame.env)):
             return None
         return _truth(test, value)
 
@@ -1023,7 +1024,8 @@ class Interpreter:
     def _e_unaryop(self, node: ast.UnaryOp, frame: Frame) -> Value:
         operand = self.ev(node.operand, frame)
         if isinstance(node.op, ast.Not):
-            return Scalar("bool")
+            known = _truth(node.operand, operand) if isinstance(node.operand, ast.Name) else None
+            return Scalar("bool") if known is None else Scalar("bool", not known)
         out: Optional[Value] = None
         for option in options(operand):
             if isinstance(option, Scalar):
@@ -1414,6 +1416,11 @@ class Interpreter:
 
     def call_module(self, module: Module, args: List[Value], kwargs: Dict[str, Value], frame: Frame,
                     node: Optional[ast.AST]) -> Value:
+        if module.mode == torch_api.APEX_CAST_IO:  # apex O2/O3 patched its forward
+            args = [torch_api.cast_floating(a, F16) for a in args]
+            kwargs = {k: torch_api.cast_floating(v, F16) for k, v in kwargs.items()}
+            inner = replace(module, mode="")
+            return torch_api.cast_floating(self.call_module(inner, args, kwargs, frame, node), F32)
         cls = module.cls
         self._note_half_use(module, "__call__")
         if isinstance(cls, ClassVal):
@@ -1845,8 +1852,8 @@ def _rebinds_globals(call: ast.AST) -> bool:
 def _truth(node: ast.AST, value: Value) -> Optional[bool]:
     """A branch decided statically: literal constants, ``TYPE_CHECKING``, and a name whose value
     is a known constant here (``USE_CUTOUTS = False`` at module level, or ``False`` passed by
-    every caller of this context). Defaults nobody passed and flags read from outside stay
-    undecided: their values are unknown."""
+    every caller of this context), and ``not`` of such a name. Defaults nobody passed and flags
+    read from outside stay undecided: their values are unknown."""
     if isinstance(node, ast.Constant):
         return bool(node.value)
     if isinstance(node, (ast.Name, ast.Attribute)) and (getattr(node, "id", None) == "TYPE_CHECKING"
@@ -1854,6 +1861,9 @@ def _truth(node: ast.AST, value: Value) -> Optional[bool]:
         return False
     if isinstance(node, ast.Compare) and isinstance(value, Scalar) and isinstance(value.value, bool):
         return value.value  # a dtype or None test (:func:`dtype_test`, :func:`none_test`)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not) and isinstance(node.operand, ast.Name) \
+            and isinstance(value, Scalar) and isinstance(value.value, bool):
+        return value.value  # ``not flag`` of a known flag (its value is already negated)
     if isinstance(node, ast.Name) and isinstance(value, Scalar):
         if value.kind == "none":
             return False

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
+from amp_lint.data.training import KNOWN_BY_NAME
 from amp_lint.semantics.values import Value
 
 Scope = ast.AST  # a Module, FunctionDef, AsyncFunctionDef or Lambda node
@@ -147,6 +148,8 @@ class ModuleIndex:
         return None
 
     def resolve_absolute(self, importer: SourceModule, dotted: str) -> Optional[object]:
+        if dotted.split(".", 1)[0] in KNOWN_BY_NAME:
+            return None  # the library, also where the repository vendors a copy
         for root in self.roots(importer):
             found = self._lookup(root, dotted)
             if found is not None:

@@ -1125,13 +1125,43 @@ def apex_initialize(frame: "Frame", positional: List[Value], kwargs: Dict[str, V
             model = Module(model.cls, model.cast, model.cast_unknown, origin, model.items, master=True)
             model = _mark_apex(model)
         elif name in ("O2", "O3"):
-            model = Module(model.cls, F16, False, origin, model.items, master=(name == "O2"))
+            # apex patches this model's forward: floating inputs cast to half, outputs to float32
+            # (unless ``cast_model_outputs`` names another dtype)
+            mode = "" if "cast_model_outputs" in kwargs else APEX_CAST_IO
+            model = Module(model.cls, F16, False, origin, model.items, master=(name == "O2"), mode=mode)
         elif name is None:
             model = Module(model.cls, model.cast, True, origin, model.items, master=True)
     if isinstance(optimizer, Obj) and optimizer.kind == "optimizer":
         optimizer = optimizer.set("master", Scalar("bool", name in ("O1", "O2") or name is None))
         optimizer = optimizer.set("loss_scaler", Scalar("str", "apex"))
     return Seq((model, optimizer))
+
+
+#: :attr:`Module.mode` of a model apex O2/O3 initialised: its forward's floating inputs are cast
+#: to float16 and its outputs to float32 (apex ``_initialize.py``, ``patch_forward``)
+APEX_CAST_IO = "apex-cast-io"
+
+
+def cast_floating(value: Value, dtype: int) -> Value:
+    """``value`` with each floating tensor in it cast to ``dtype`` (apex's ``applier(..., to_type)``:
+    tensors, and tensors in tuples, lists and dicts)."""
+    if isinstance(value, Tensor):
+        if not value.dtypes & FLOATS:
+            return value
+        return replace(value, dtypes=(value.dtypes & ~FLOATS) | dtype, graph=value.low_graph, param=False)
+    if isinstance(value, Seq):
+        return Seq(tuple(cast_floating(v, dtype) for v in value.items))
+    if isinstance(value, Coll):
+        return Coll(cast_floating(value.elem, dtype), tuple(cast_floating(v, dtype) for v in value.prefix))
+    if isinstance(value, DictVal):
+        return DictVal(tuple((k, cast_floating(v, dtype)) for k, v in value.items))
+    members = options(value)
+    if len(members) > 1:  # a union: each member cast
+        out: Optional[Value] = None
+        for member in members:
+            out = join(out, cast_floating(member, dtype))
+        return out if out is not None else value
+    return value
 
 
 def _mark_apex(model: Module) -> Module:

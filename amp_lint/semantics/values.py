@@ -206,7 +206,8 @@ class Module(Value):
     items: Tuple[Value, ...] = ()
     #: fp32 master weights are kept by a wrapper (apex O2, fairseq FP16Optimizer, DeepSpeed)
     master: bool = False
-    #: "apex-O1": calls run as under apex O1's patched functions
+    #: "apex-O1": calls run as under apex O1's patched functions; "apex-cast-io": apex O2/O3 patched
+    #: its forward (floating inputs cast to float16, outputs to float32)
     mode: str = ""
     #: the ``torch.nn`` constructor call that made it (an annotation)
     site: Any = None
@@ -506,13 +507,13 @@ def _join_same(a: Value, b: Value) -> Optional[Value]:
                       a.site if same and a.site == b.site else None)
     if isinstance(a, Module):
         assert isinstance(b, Module)
-        if a.cls != b.cls:
-            return None
+        if a.cls != b.cls or a.mode != b.mode:
+            return None  # a union: an apex-initialised model and a plain one run differently
         origin = a.origin if (a.origin is not None and a.cast & HALF) or b.origin is None else b.origin
         items = a.items if a.items == b.items else (
             tuple(join(x, y) for x, y in zip(a.items, b.items)) if len(a.items) == len(b.items) else ())
         return Module(a.cls, a.cast | b.cast, a.cast_unknown or b.cast_unknown, origin, items, a.master and b.master,
-                      a.mode if a.mode == b.mode else "", a.site if a.site is b.site else None)
+                      a.mode, a.site if a.site is b.site else None)
     if isinstance(a, Seq):
         assert isinstance(b, Seq)
         if len(a.items) == len(b.items):
