@@ -228,6 +228,20 @@ class NormOrReductionInFp16(Rule):
             import torch
             proj = torch.nn.Linear(64, 64).half()
             h = proj(torch.randn(8, 64, dtype=torch.float16))
+            c = torch.cumsum(h.abs() * 2.0, dim=0)
+            """,
+            expected="""
+            import torch
+            proj = torch.nn.Linear(64, 64).half()
+            h = proj(torch.randn(8, 64, dtype=torch.float16))
+            c = torch.cumsum(h.abs() * 2.0, dim=0, dtype=torch.float32)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            proj = torch.nn.Linear(64, 64).half()
+            h = proj(torch.randn(8, 64, dtype=torch.float16))
             v = h.var(-1)
             """,
             expected="""
@@ -290,7 +304,10 @@ class NormOrReductionInFp16(Rule):
         if not isinstance(call, cst.Call):
             return None
         fix = CstFix("Compute the reduction in float32", Applicability.UNSAFE)
-        if squared is None and opdata.REDUCTIONS.get(op) and form == "method":
+        # ``dtype=`` where the op takes one: always on a method, and on a function whose operand is
+        # no simple name to upcast in place (``torch.cumsum(F.softmax(x, -1), -1)``)
+        takes_dtype = squared is None and opdata.REDUCTIONS.get(op)
+        if takes_dtype and (form == "method" or not is_simple(source)):
             f32, imports = fctx.torch_ref("torch.float32")
             fix.add_imports = imports
             fix.replace(call, codegen.call(call.func, list(call.args) + [codegen.keyword("dtype", f32)], like=call))
