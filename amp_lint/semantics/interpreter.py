@@ -1428,7 +1428,7 @@ class Interpreter:
             call = self.class_lookup(cls.info, "__call__")
             target = call if isinstance(call, FunctionInfo) else forward
             if isinstance(target, FunctionInfo):
-                if module.mode == "apex-O1" and frame.state is None:
+                if module.mode == torch_api.APEX_O1 and frame.state is None:
                     saved = frame.state, frame.autocast_origin
                     frame.state, frame.autocast_origin = ("apex", F16), module.origin
                     try:

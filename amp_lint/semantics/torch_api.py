@@ -670,8 +670,7 @@ def _is_parameters(value: Value) -> bool:
 
 def _names_module(params: Value, wanted: object) -> bool:
     """Whether an optimizer's ``params`` include the parameters of the module of shape ``wanted``."""
-    return any(isinstance(leaf, Obj) and leaf.kind == "parameters"
-               and any(shape(m) == wanted for m in options(leaf.get("module") or UNKNOWN))
+    return any(_is_parameters(leaf) and any(shape(m) == wanted for m in options(leaf.get("module") or UNKNOWN))
                for leaf in _param_leaves(params))
 
 
@@ -1137,6 +1136,9 @@ def apex_initialize(frame: "Frame", positional: List[Value], kwargs: Dict[str, V
     return Seq((model, optimizer))
 
 
+#: :attr:`Module.mode` of a model apex O1 initialised: its calls run as under apex's patched
+#: torch functions (as autocast would, with apex's lists)
+APEX_O1 = "apex-O1"
 #: :attr:`Module.mode` of a model apex O2/O3 initialised: its forward's floating inputs are cast
 #: to float16 and its outputs to float32 (apex ``_initialize.py``, ``patch_forward``)
 APEX_CAST_IO = "apex-cast-io"
@@ -1166,7 +1168,7 @@ def cast_floating(value: Value, dtype: int) -> Value:
 
 def _mark_apex(model: Module) -> Module:
     # apex O1 patches torch functions: the model's forward runs as under autocast (apex's lists)
-    return Module(model.cls, model.cast, model.cast_unknown, model.origin, model.items, model.master, "apex-O1")
+    return Module(model.cls, model.cast, model.cast_unknown, model.origin, model.items, model.master, APEX_O1)
 
 
 def library_object(interp: "Interpreter", qualified: str, positional: List[Value], kwargs: Dict[str, Value],
@@ -1615,7 +1617,7 @@ def _param_facts(value: Value) -> Tuple[int, bool, List[Tuple[Origin, bool]]]:
             add(t.origin, bool(t.dtypes & HALF))
 
     for leaf in _param_leaves(value):
-        if isinstance(leaf, Obj) and leaf.kind == "parameters":
+        if _is_parameters(leaf):
             for t in _params_per_module(leaf):  # each module's cast, not one joined origin
                 tensor(t)
         elif isinstance(leaf, Tensor):
