@@ -809,6 +809,18 @@ def test_semantics_depends_on_no_rule_engine_or_reporter() -> None:
                         ("amp_lint.semantics", "amp_lint.data")), (path.name, alias.name)
 
 
+def test_rules_ask_the_facts_api_and_never_the_interpreter() -> None:
+    """Rules only ask questions: they import no interpreter and read no ``.interpreter`` state, so
+    what the analysis keeps inside can change without a rule noticing."""
+    for path in sorted((ROOT / "amp_lint" / "rules").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                assert node.module != "amp_lint.semantics.interpreter", path.name
+            if isinstance(node, ast.Attribute):
+                assert node.attr != "interpreter", (path.name, node.lineno)
+
+
 def test_forward_of_a_half_module_used_only_through_other_methods_is_a_guess(tmp_path: Path) -> None:
     """``model.half()`` then ``model.inference(x)``: the training-only ``forward`` is analysed as a
     guess, so what only it shows is low confidence (hidden unless ``--preview``); a half module the

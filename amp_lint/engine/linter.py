@@ -87,7 +87,7 @@ class Analysis:
     @property
     def errors(self) -> List[Tuple[str, int, str]]:
         """Internal errors of the analysis and the rules (path, line, description)."""
-        return self.facts.interpreter.errors
+        return self.facts.errors
 
 
 def analyse(files: Sequence[ParsedFile], settings: Settings) -> Analysis:

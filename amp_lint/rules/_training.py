@@ -32,7 +32,7 @@ def in_test(ancestors: Sequence[ast.AST]) -> bool:
 
 def framework_precision(ctx: CheckContext) -> List[Tuple[str, Optional[str]]]:
     """(kind, precision) of the frameworks that own mixed precision anywhere in the program."""
-    return [(kind, precision) for kind, precision, _ in ctx.facts.interpreter.frameworks]
+    return ctx.facts.frameworks()
 
 
 def optimizes_plain_tensors(step: TrainingStep) -> bool:

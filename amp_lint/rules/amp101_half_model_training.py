@@ -171,10 +171,7 @@ class HalfModelTraining(Rule):
         """Origins (cast sites) of half parameters that an optimizer without master weights trains."""
         cache = getattr(self, "_cache", None)
         if cache is None:
-            facts = self.ctx.facts
-            cache = {origin.key: origin for site, origin in facts.interpreter.half_optimizers
-                     if not facts.master_wrapped(site)}
-            self._cache = cache
+            cache = self._cache = self.ctx.facts.half_trained_casts()
         return cache
 
     def _report_cast(self, node: ast.Call, origin: Origin) -> None:
@@ -183,7 +180,7 @@ class HalfModelTraining(Rule):
         steps = [s for s in model.steps if not s.scaled and s.apex_with is None
                  and any(_trains(o, origin) for o in s.optimizers())]
         fix, reason = None, "no training loop over this model was recognised in this file"
-        if any(origin in casts for casts in self.ctx.facts.interpreter.pending_casts.values()):
+        if self.ctx.facts.cast_after_optimizer(origin):
             reason = "the optimizer was built before the cast"
         if len(steps) == 1:
             fix, reason = migration_plan(

@@ -63,10 +63,7 @@ class GradScalerWithHalfParams(Rule):
     ]
 
     def visit_Call(self, node: ast.Call) -> None:
-        half = self.ctx.facts.interpreter.half_scalers
-        if not half:
-            return
-        origin = half.get(":".join(map(str, node_key(self.ctx.module.relpath, node))))
+        origin = self.ctx.facts.half_scaler(":".join(map(str, node_key(self.ctx.module.relpath, node))))
         if origin is None:
             return
         message = (f"This GradScaler unscales gradients of half-precision parameters (cast at {origin.path}:"

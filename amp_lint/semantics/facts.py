@@ -152,6 +152,34 @@ class Facts:
         """Whether the optimizer created at ``site`` is handed to a master-weight wrapper anywhere."""
         return site is not None and site in self.interpreter.master_wrapped
 
+    def half_trained_casts(self) -> Dict[Tuple[str, int, int, int, int], Origin]:
+        """Cast sites (by node key) of half parameters that an optimizer trains without fp32 master
+        weights (no master-weight wrapper takes the optimizer anywhere)."""
+        return {origin.key: origin for site, origin in self.interpreter.half_optimizers
+                if not self.master_wrapped(site)}
+
+    def cast_after_optimizer(self, origin: Origin) -> bool:
+        """Whether the in-place cast at ``origin`` ran after an optimizer over that model was built."""
+        return any(origin in casts for casts in self.interpreter.pending_casts.values())
+
+    def half_scaler(self, site: str) -> Optional[Origin]:
+        """The origin of the half parameters whose gradients the GradScaler built at ``site``
+        (``path:line:col:...`` node key) unscales, or ``None``."""
+        return self.interpreter.half_scalers.get(site)
+
+    def frameworks(self) -> List[Tuple[str, Optional[str]]]:
+        """(kind, precision text or None) of each framework that owns mixed precision in the program."""
+        return [(kind, precision) for kind, precision, _ in self.interpreter.frameworks]
+
+    def steps_an_optimizer(self, call: ast.AST) -> bool:
+        """Whether an optimizer's ``step()`` ran inside the call ``call`` (``opt.step_and_update_lr()``)."""
+        return id(call) in self.interpreter.stepping_calls
+
+    @property
+    def errors(self) -> List[Tuple[str, int, str]]:
+        """Internal errors of the analysis (path, line, description)."""
+        return self.interpreter.errors
+
     def runs_in_half(self, constructor: ast.AST) -> bool:
         """Whether the torch.nn module built by the call ``constructor`` ever runs in half precision
         (its owner cast to fp16/bf16, or called under autocast), where its GEMMs use Tensor Cores."""

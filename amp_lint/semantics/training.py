@@ -143,7 +143,6 @@ class TrainingModel:
     # -- collection --------------------------------------------------------------------------------
     def _collect(self) -> None:
         scopes = self.scopes
-        stepping = self.facts.interpreter.stepping_calls
         # ancestors as a linked chain (node, parent chain), made a tuple only for events
         todo: List[Tuple[ast.AST, Optional[tuple], ast.AST]] = [(self.tree, None, self.tree)]
         while todo:
@@ -155,7 +154,7 @@ class TrainingModel:
                 name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
                 if name in _EVENT_NAMES:
                     self._event(node, _ancestors(chain), scope)
-                elif id(node) in stepping:  # a call that steps an optimizer inside (a scheduling wrapper)
+                elif self.facts.steps_an_optimizer(node):  # a call that steps an optimizer inside (a scheduling wrapper)
                     self.events.append(Event("step_via", node, _ancestors(chain) + (node,),
                                              func.value if isinstance(func, ast.Attribute) else None,
                                              list(self.facts.observations(node, scope))))
