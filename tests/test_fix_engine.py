@@ -228,3 +228,23 @@ def test_deep_nest_that_needs_more_rounds_is_reported(tmp_path: Path) -> None:
             first.stderr
     else:
         assert "warning" not in first.stderr
+
+
+class DeclinedFix(_Synthetic):
+    """``stale()``: a fix plan whose builder finds nothing to do (returns ``None``)."""
+
+    code, name, tokens = "AMP905", "declined-fix", ("stale",)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        if isinstance(node.func, ast.Name) and node.func.id == "stale":
+            self.report(node, "stale call", fix=_plan(lambda fctx: None))
+
+
+def test_a_fix_the_builder_declines_is_not_claimed() -> None:
+    """Where edits are built (JSON, SARIF, ``--diff``), a plan whose builder declines is no fix:
+    the finding claims none, and its fix title says why, instead of advertising a fix ``fix`` skips."""
+    from amp_lint.engine.linter import lint_text
+
+    finding, = lint_text("a.py", "stale()\n", SETTINGS, [DeclinedFix], want_edits=True)
+    assert finding.fix is None and finding.fix_applicability is None
+    assert finding.fix_title == "no fix: `synthetic fix` could not be built here"

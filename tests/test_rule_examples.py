@@ -34,6 +34,17 @@ def test_invalid_example_fires_and_fixes(rule, example):
     assert again == fixed and applied == 0, "a second fix must change nothing"
 
 
+@pytest.mark.parametrize("rule,example", list(_cases("INVALID")))
+def test_a_claimed_fix_is_a_built_fix(rule, example):
+    """What ``check`` marks fixable (``[*]``, from the rule's fix plan, built lazily) is what
+    building the edits gives: every claim has a fix, and a fix is never left unclaimed."""
+    settings = _settings(example, True)
+    claimed = lint_text(example.filename, example.code, settings, [rule])
+    built = lint_text(example.filename, example.code, settings, [rule], want_edits=True)
+    assert [f.fix_applicability is not None for f in claimed] == [f.fix is not None for f in built]
+    assert [f.fix_applicability for f in built] == [f.fix.applicability if f.fix else None for f in built]
+
+
 @pytest.mark.parametrize("rule,example", list(_cases("VALID")))
 def test_valid_example_is_silent(rule, example):
     settings = _settings(example, True)

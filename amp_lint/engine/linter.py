@@ -172,6 +172,8 @@ def findings_of(parsed: ParsedFile, module: Optional[SourceModule], raws: Sequen
             built = _build(plan, fctx) if fctx is not None else None
             if built is not None:
                 fix = Fix(plan.applicability, plan.title, _edits(built, fctx))  # type: ignore[arg-type]
+            else:  # the builder declined: claim no fix rather than one `fix` would not make
+                plan, fix_title = None, f"no fix: `{plan.title}` could not be built here"
         related = tuple(Related(paths.get(e.path, e.path), e.line, e.message) for e in raw.evidence)
         out.append(Finding(
             code=raw.rule.code, name=raw.rule.name, severity=raw.rule.severity, message=raw.message,
