@@ -6,7 +6,8 @@ Sources:
 - S2 pytorch/pytorch ``aten/src/ATen/autocast_mode.cpp`` (CPU registrations).
 - S4 PyTorch docs, Autocast Op Reference: https://pytorch.org/docs/stable/amp.html#autocast-op-reference
 - E  output dtype of each op under ``torch.autocast("cpu", dtype=torch.float16 / torch.bfloat16)``,
-  measured with torch 2.13.0+cpu.
+  measured with torch 2.13.0+cpu; every row is checked against torch by
+  ``tests/test_op_table_vs_torch.py`` (CPU live, CUDA from a recording made on a GPU).
 
 Policies: ``LOWER`` (output in the autocast dtype), ``FP32`` (output float32), ``PROMOTE``
 (widest input), ``None`` (unlisted: runs in the dtype of its inputs). ``OPS`` maps an op's
@@ -32,8 +33,10 @@ OPS: Dict[str, Tuple[Optional[str], Optional[str]]] = {
         "matmul", "__matmul__", "mm", "bmm", "baddbmm", "addmm", "addbmm", "linear", "conv1d", "conv2d",
         "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "conv_tbc", "prelu",
         "scaled_dot_product_attention", "einsum", "vecdot",
+        # CPU: unlisted, but they decompose into ``mm``, which is (E)
+        "chain_matmul", "multi_dot",
     )},
-    **{name: _CUDA_LOWER for name in ("mv", "addmv", "addr", "chain_matmul", "multi_dot")},
+    **{name: _CUDA_LOWER for name in ("mv", "addmv", "addr")},
     # fp32 on CUDA/XPU only (S1); unlisted on CPU (S2, E)
     **{name: _CUDA_FP32 for name in (
         "softmax", "log_softmax", "softmin", "exp", "expm1", "log", "log2", "log10", "log1p", "reciprocal",
@@ -51,9 +54,16 @@ OPS: Dict[str, Tuple[Optional[str], Optional[str]]] = {
     )},
     "ctc_loss": (None, FP32),
     # promote (S1 CUDA; CPU promotes cat/stack, S2)
-    **{name: (PROMOTE, None) for name in ("addcmul", "addcdiv", "atan2", "cross", "dot", "tensordot", "bilinear")},
+    **{name: (PROMOTE, None) for name in ("addcmul", "addcdiv", "atan2", "cross", "dot", "bilinear")},
+    "tensordot": (PROMOTE, LOWER),  # CPU: decomposes into ``mm`` (E)
     "cat": (None, PROMOTE),
     "stack": (None, PROMOTE),
+}
+
+#: Rows of the CUDA column that hold since a torch release (before it, the op was unlisted): the
+#: table describes torch 2.13; a recording made with an older torch is read with these.
+CUDA_SINCE: Dict[str, Tuple[int, int]] = {
+    "rms_norm": (2, 12),  # pytorch/pytorch#174824 put it on the fp32 list (issue #188955: "fp32 policy (2.12)")
 }
 
 #: nn module classes and the op their forward runs (for ``self.proj = nn.Linear(...)`` submodules).
