@@ -69,6 +69,14 @@ EXPRESSIONS = [
     "torch.clamp(h, min=0.0)", "torch.lerp(f, h.float(), 0.5)",
 ]
 
+#: the result-kind table (``amp_lint/data/ops.py`` ``RESULT_KINDS``): clamps promote with tensor
+#: bounds, ``unique`` keeps the values' dtype, ``scalar_tensor``/``range`` default to float32
+RESULT_KIND_EXPRESSIONS = [
+    "torch.clamp(h, min=f)", "torch.clamp(h, f, f)", "h.clamp(min=f)", "h.clamp(max=f.sum())", "torch.clamp_max(h, f)",
+    "h.clamp_min(f)", "torch.clip(h, min=f)", "h.clip(0, 1)", "torch.clamp(h, 0.0, 1.0)", "torch.clamp(h, min=f.sum())",
+    "torch.unique(h)", "h.unique()", "torch.scalar_tensor(1)", "torch.range(0, 3)", "torch.arange(0, 1, 0.5)",
+    "torch.arange(4)", "torch.linspace(0, 1, 4)", "torch.count_nonzero(h)", "torch.bincount(t)",
+]
 
 #: float32 operands under CPU autocast to float16 (its op lists differ from CUDA's)
 UNDER_CPU_AUTOCAST = [
@@ -111,6 +119,11 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, tuple]:
 
 
 @pytest.fixture(scope="module")
+def result_kind_results(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, tuple]:
+    return _run(tmp_path_factory.mktemp("probe"), "kinds_probe.py", RESULT_KIND_EXPRESSIONS, autocast=False)
+
+
+@pytest.fixture(scope="module")
 def autocast_results(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, tuple]:
     return _run(tmp_path_factory.mktemp("probe"), "autocast_probe.py", UNDER_CPU_AUTOCAST, autocast=True)
 
@@ -123,6 +136,11 @@ def _agrees(real: str, inferred: str) -> None:
 @pytest.mark.parametrize("expression", EXPRESSIONS)
 def test_the_analysis_agrees_with_torch(results: Dict[str, tuple], expression: str) -> None:
     _agrees(*results[expression])
+
+
+@pytest.mark.parametrize("expression", RESULT_KIND_EXPRESSIONS)
+def test_the_result_kinds_agree_with_torch(result_kind_results: Dict[str, tuple], expression: str) -> None:
+    _agrees(*result_kind_results[expression])
 
 
 @pytest.mark.parametrize("expression", UNDER_CPU_AUTOCAST)

@@ -184,7 +184,7 @@ FIRST = "first"          # the first tensor input's dtype, whatever the others (
 RESULT_KINDS: Dict[str, str] = {
     **{name: INT_RESULT for name in (
         "argmax", "argmin", "argsort", "nonzero", "searchsorted", "bucketize", "bincount", "multinomial",
-        "randperm", "tril_indices", "triu_indices", "count_nonzero", "long", "int", "short", "unique",
+        "randperm", "tril_indices", "triu_indices", "count_nonzero", "long", "int", "short",
     )},
     **{name: BOOL_RESULT for name in (
         "eq", "ne", "lt", "gt", "le", "ge", "greater", "less", "equal", "isnan", "isinf", "isfinite",
@@ -200,18 +200,21 @@ RESULT_KINDS: Dict[str, str] = {
         "randn", "rand", "zeros", "ones", "empty", "full", "eye", "linspace", "logspace", "normal",
         "empty_strided", "hann_window", "hamming_window", "blackman_window", "bartlett_window",
         "Tensor",  # the legacy constructor: sizes or data, always the default float dtype
+        "scalar_tensor", "range",  # float32 whatever the number (measured)
     )},
-    **{name: FACTORY_INT for name in ("arange", "randint", "range")},
-    **{name: INFER for name in ("tensor", "as_tensor", "asarray", "from_numpy", "scalar_tensor")},
+    **{name: FACTORY_INT for name in ("arange", "randint")},
+    **{name: INFER for name in ("tensor", "as_tensor", "asarray", "from_numpy")},
     **{name: LIKE for name in (
         "randn_like", "rand_like", "zeros_like", "ones_like", "full_like", "empty_like", "randint_like",
     )},
     **{name: NEW for name in ("new_full", "new_zeros", "new_ones", "new_empty", "new_tensor")},
     **{name: FIRST for name in (
-        "masked_fill", "masked_fill_", "fill_", "index_fill", "index_fill_", "fill_diagonal_", "clamp",
-        "clamp_", "clamp_min", "clamp_max", "clip", "masked_scatter", "scatter", "index_select", "gather",
-        "roll", "flip", "repeat", "expand", "expand_as", "view_as", "reshape_as",
+        "masked_fill", "masked_fill_", "fill_", "index_fill", "index_fill_", "fill_diagonal_", "clamp_",
+        "masked_scatter", "scatter", "index_select", "gather", "roll", "flip", "repeat", "expand", "expand_as",
+        "view_as", "reshape_as",
     )},
+    # not listed, so promoted over their tensor inputs: ``clamp``/``clip`` with tensor bounds
+    # (``torch.clamp(h, min=f)`` is float32, measured) and ``unique`` (the values' dtype)
 }
 
 #: Positional arguments that are tensor inputs of a torch *function* (default: the first);
@@ -232,6 +235,13 @@ TENSOR_ARGS: Dict[str, object] = {
                                      "linear", "scaled_dot_product_attention")},
     "where": (1, 2),
     "embedding": (1,),
+    **{name: (0, 1, 2) for name in ("clamp", "clip")},
+    **{name: (0, 1) for name in ("clamp_min", "clamp_max")},
+}
+
+#: Keyword arguments that are tensor inputs too (the bounds of a clamp).
+TENSOR_KEYWORDS: Dict[str, Tuple[str, ...]] = {
+    "clamp": ("min", "max"), "clip": ("min", "max"), "clamp_min": ("min",), "clamp_max": ("max",),
 }
 
 #: Tensor methods that cast (receiver -> dtype).

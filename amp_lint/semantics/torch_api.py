@@ -528,8 +528,10 @@ def _tensor_method(interp: "Interpreter", frame: "Frame", tensor: Tensor, name: 
     if explicit is not None:
         return _with_origin(_explicit(explicit), frame, node)
     others = [a for a in args if isinstance(a, Tensor)]
+    others += [kwargs[k] for k in optable.TENSOR_KEYWORDS.get(name, ()) if isinstance(kwargs.get(k), Tensor)]
     if others and name in ("add", "sub", "mul", "div", "true_divide", "maximum", "minimum", "where", "lerp",
-                           "addcmul", "addcdiv", "fmax", "fmin", "atan2", "hypot", "remainder", "fmod", "pow"):
+                           "addcmul", "addcdiv", "fmax", "fmin", "atan2", "hypot", "remainder", "fmod", "pow",
+                           "clamp", "clip", "clamp_min", "clamp_max"):
         return apply_op(name, [tensor] + others, frame)
     return plain
 
@@ -815,6 +817,7 @@ def _tensor_inputs(short: str, args: Sequence[Value], kwargs: Dict[str, Value]) 
     out = [positional[i] for i in spec if i < len(positional)]  # type: ignore[union-attr]
     if not out and "input" in kwargs:
         out.append(kwargs["input"])
+    out.extend(kwargs[k] for k in optable.TENSOR_KEYWORDS.get(short, ()) if k in kwargs)
     return out
 
 
