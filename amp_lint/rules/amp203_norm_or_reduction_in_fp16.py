@@ -25,10 +25,18 @@ _TORCH = {"torch.mean": "mean", "torch.sum": "sum", "torch.var": "var", "torch.s
 # Reductions whose result stays within the range of its inputs: their kernels accumulate in fp32, so an fp16
 # mean or std of finite values is finite (of 100 float16 values +-300, var is inf, std 301.5).
 _BOUNDED_BY_INPUT = {"mean", "std", "std_mean"}
-# Statistics that square internally (their kernels accumulate in fp32): the result overflows only for
+# Norms square and sum in fp32 and round only the norm, at most sqrt(n) times the largest input: it is inf
+# only when the norm itself exceeds 65504 (measured, torch 2.13 CPU and 2.11 on an H200: 512 float16
+# values of 300 have norm 6788, 4096 values of 1000 have 64000). Over one dimension (a feature row,
+# ``x / x.norm(dim=-1)``) that needs values no evidence here can show; over a whole tensor (a gradient
+# norm of millions of values) an rms of 16 is enough, so those keep the var rule's evidence test.
+_FP32_NORMS = {"norm", "vector_norm"}
+# Positional index of ``dim`` in the method and the function forms (``x.norm(p, dim)``, ``torch.norm(x, p, dim)``).
+_NORM_DIM_INDEX = {"method": 1, "function": 2}
+# Statistics whose result is a square of the values (their kernels accumulate in fp32): it overflows for
 # values of abs >= 256 or so, which needs positive evidence, as for AMP204: values from a learned layer
 # (GEMM, convolution, embedding, model call) or parameters.
-_SQUARING = {"var", "var_mean", "norm", "vector_norm"}
+_SQUARING = {"var", "var_mean"}
 
 
 def squared_base(expr: ast.AST) -> Optional[ast.AST]:
@@ -52,6 +60,14 @@ def squared_base(expr: ast.AST) -> Optional[ast.AST]:
     return None
 
 
+def _over_one_dim(node: ast.Call, form: str) -> bool:
+    """Whether a norm call reduces over given dimensions (``dim=``), not the whole tensor."""
+    if find_arg(node, "dim") is not None:
+        return True
+    index = _NORM_DIM_INDEX[form]
+    return len(node.args) > index and not any(isinstance(a, ast.Starred) for a in node.args[:index + 1])
+
+
 def _is_exp(expr: ast.AST) -> bool:
     return isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in ("exp", "exp2")
 
@@ -71,15 +87,19 @@ class NormOrReductionInFp16(Rule):
     docs = """
     ## What it does
     Finds hand-written normalisation statistics and reductions on float16 values where
-    nothing upcasts them: `x.pow(2).mean(-1)` (RMSNorm), `var`, `sum`/`cumsum`, `x.norm()`,
-    `torch.norm`/`torch.linalg.vector_norm`, in a module cast wholesale to half or on tensors cast
-    to half, and under autocast where autocast leaves the op in fp16 (`var` and means of
-    squares on CUDA; all of them on CPU). The native `nn.LayerNorm`/`F.layer_norm`/`group_norm`/
+    nothing upcasts them: `x.pow(2).mean(-1)` (RMSNorm), `var`, `sum`/`cumsum`, a norm of squares,
+    in a module cast wholesale to half or on tensors cast to half, and under autocast where
+    autocast leaves the op in fp16 (`var` and means of squares on CUDA; all of them on CPU). The native `nn.LayerNorm`/`F.layer_norm`/`group_norm`/
     `rms_norm` are not reported: their kernels keep statistics and eps in float32. A plain `mean`
     is not reported either: its kernels accumulate in float32 and the result cannot exceed the
     largest input (`torch.ones(100000).half().mean()` is 1.0 while `.sum()` is `inf`), nor a plain
-    `std` (its kernel squares in float32: of 100 float16 values +-300, `std` is 301.5 and `var` is `inf`).
-    `var` and the norms overflow only for values of abs >= 256 or so, so they need positive evidence
+    `std` (its kernel squares in float32: of 100 float16 values +-300, `std` is 301.5 and `var` is `inf`),
+    nor a norm over a dimension (`x / x.norm(dim=-1, keepdim=True)`): its kernel squares and sums in
+    float32 and rounds only the norm, which is `inf` only above 65504 (512 float16 values of 300 have
+    norm 6788; 4096 values of 1000 have 64000), and nothing static shows a row norm that large.
+    `var` overflows for values of abs >= 256 or so, and a norm of a whole tensor (no `dim`: a gradient
+    norm over millions of values, where an rms of 16 is enough) when its values are large; both need
+    positive evidence
     that the values can be that large, as AMP204 does: the output of a learned layer (GEMM,
     convolution, embedding, model call) or a parameter; the var of pixels or noise is not reported. Nor are
     bfloat16 values: bfloat16 has float32's range and the reduction kernels accumulate in float32.
@@ -105,11 +125,21 @@ class NormOrReductionInFp16(Rule):
       https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/autocast_mode.cpp
     - Measured with torch 2.13.0 (CPU): float16 `256 ** 2` is `inf`; `torch.ones(100000).half().sum()`
       is `inf`; `var` of 100 values +-300 in float16 is `inf` while `std` is 301.5; `F.layer_norm` keeps its
-      statistics and `eps` in float32
+      statistics and `eps` in float32; float16 `x.norm()`, `torch.norm` and `torch.linalg.vector_norm` of
+      512 values of 300 are 6788, of 4096 values of 1000 are 64000 and of 4096 values of 1100 `inf` (also
+      with torch 2.11 on an NVIDIA H200)
     """
     VALID = [
         Valid("""
-        # var and norms of values no learned layer produced (pixels, noise, unit vectors) stay small
+        # row norms of a learned activation: the norm accumulates in float32 and stays far below 65504
+        import torch
+        proj = torch.nn.Linear(64, 64).half()
+        feats = proj(torch.randn(8, 64, dtype=torch.float16))
+        feats = feats / feats.norm(dim=-1, keepdim=True)
+        rows = torch.linalg.vector_norm(feats, 2, -1)
+        """),
+        Valid("""
+        # the var of values no learned layer produced (pixels, noise) stays small; norms accumulate in fp32
         import torch
         import torch.nn.functional as F
         pixels = torch.rand(8, 3 * 16 * 16).half()
@@ -214,6 +244,18 @@ class NormOrReductionInFp16(Rule):
         Invalid(
             """
             import torch
+            model = torch.nn.Linear(4096, 4096).half()
+            grad_norm = torch.norm(model.weight.grad)
+            """,
+            expected="""
+            import torch
+            model = torch.nn.Linear(4096, 4096).half()
+            grad_norm = torch.norm(model.weight.grad.float()).type_as(model.weight.grad)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
             x = torch.randn(1000, 64).half()
             total = x.sum(0)
             """,
@@ -270,13 +312,15 @@ class NormOrReductionInFp16(Rule):
             squared = squared_base(source)
             if op in _BOUNDED_BY_INPUT and squared is None:
                 return  # accumulates in fp32 and cannot (much) exceed its largest input
+            if op in _FP32_NORMS and squared is None and _over_one_dim(node, form):
+                return  # a row norm: accumulates in fp32, inf only for a norm above 65504
             if op == "sum" and _is_exp(source):
                 return  # hand-written softmax: AMP204 reports the exp
             tensor = half_of(obs, source)
             if tensor is None or not tensor.dtypes & F16 or (obs.cuda_autocast and op in _CUDA_FP32):
                 continue  # bfloat16 cannot overflow here
-            if op in _SQUARING and squared is None and not (tensor.learned or tensor.param):
-                continue  # var/norm of values no learned layer produced (pixels, noise, unit vectors) stay small
+            if (op in _SQUARING or op in _FP32_NORMS) and squared is None and not (tensor.learned or tensor.param):
+                continue  # the var or norm of values no learned layer produced (pixels, noise) stays small
             site = found
             what = "mean of squares" if squared is not None else f"`{op}`"
             hazards.append(Hazard(obs, f"{what} computed {obs.where(tensor)}; it overflows above 65504 - compute it "

@@ -4,7 +4,7 @@ import torch.nn as nn
 
 class Normalize(nn.Module):
     def forward(self, x):
-        return x / (x.norm(dim=-1, keepdim=True) + 1e-8)  # expect: AMP203, AMP302
+        return x / (x.norm(dim=-1, keepdim=True) + 1e-8)  # expect: AMP302
 
 
 class Embedder(nn.Module):
