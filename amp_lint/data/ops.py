@@ -130,7 +130,7 @@ FULL_REDUCTIONS = frozenset({
     "count_nonzero", "all", "any",
 })
 
-#: Ops whose output is bounded in magnitude whatever their input (|y| <= pi at most): exp or a
+#: Ops whose output is bounded in magnitude whatever their input (|y| <= 6, relu6's bound): exp or a
 #: square of it cannot overflow float16. (Log-probabilities are <= 0 but not bounded below: AMP204
 #: knows their exp is at most 1 on its own.)
 BOUNDED_OPS = frozenset({
@@ -149,7 +149,7 @@ BOUNDED_MODULES = frozenset({
 #: Anything not in OPS is treated this way, so this set only documents intent.
 
 #: Optimizers whose default eps underflows in fp16, as (default eps, positional index of ``eps``
-#: with ``params`` at 0), from the torch 2.13 signatures. All but SparseAdam take ``fused=`` (fused
+#: with ``params`` at 0), from the torch 2.13 signatures. Adam, AdamW and Adagrad take ``fused=`` (fused
 #: kernels compute in fp32, measured with torch 2.13.0+cpu: Adam eps=1e-8 over fp16 params is NaN in
 #: 3 steps, finite with fused=True).
 EPS_OPTIMIZERS: Dict[str, Tuple[float, int]] = {
