@@ -888,6 +888,25 @@ def test_branch_behind_a_constant_flag_is_not_taken(tmp_path: Path) -> None:
     assert one(tmp_path, code, "# <-", "x") == ["tensor float32 or float64", "tensor bfloat16 or float32 or float64"]
 
 
+def test_a_half_test_on_an_argument_nobody_passes_is_no_evidence(tmp_path: Path) -> None:
+    """A benchmark helper no one calls casts each layer to half only ``if ... and inp.dtype is
+    torch.float16``: with no caller, nothing is known of ``inp`` and that test is false (as for an
+    activation of unknown dtype), and an ``and`` with one false bool operand is false, so the
+    helper's layers are not half. A caller passing a half input decides it the other way (one
+    passing an unknown config stays undecided: the test below)."""
+    code = """
+    import torch
+    def timing(inp, layers, warm=True):
+        for layer in layers:
+            layer = layer.half() if warm and callable(layer) and inp.dtype is torch.float16 else layer
+            out = layer(inp)  # <-
+        return out
+    """
+    assert one(tmp_path, code, "# <-", "layer") == ["unknown"]
+    called = code + "timing(torch.randn(2, 4).half(), [torch.nn.Linear(4, 4)])\n"
+    assert one(tmp_path, called, "# <-", "layer") == ["module torch.nn.Linear with float16 parameters"]
+
+
 def test_not_of_a_flag_the_call_passes_decides_the_branch(tmp_path: Path) -> None:
     """jukebox-style ``forward(self, x, fp16=False, fp16_out=False)`` ending in ``if not fp16_out:
     x = x.float()``: ``not`` of a flag whose value the call passes is decided like the flag itself.

@@ -89,7 +89,9 @@ class NormOrReductionInFp16(Rule):
     Finds hand-written normalisation statistics and reductions on float16 values where
     nothing upcasts them: `x.pow(2).mean(-1)` (RMSNorm), `var`, `sum`/`cumsum`, a norm of squares,
     in a module cast wholesale to half or on tensors cast to half, and under autocast where
-    autocast leaves the op in fp16 (`var` and means of squares on CUDA; all of them on CPU). The native `nn.LayerNorm`/`F.layer_norm`/`group_norm`/
+    autocast leaves the op in fp16 (`var` and means of squares on CUDA; all of them on CPU). A sum
+    that only seeds `.backward()` (`y.sum().backward()`) is not reported: its gradient does not
+    depend on its value. The native `nn.LayerNorm`/`F.layer_norm`/`group_norm`/
     `rms_norm` are not reported: their kernels keep statistics and eps in float32. A plain `mean`
     is not reported either: its kernels accumulate in float32 and the result cannot exceed the
     largest input (`torch.ones(100000).half().mean()` is 1.0 while `.sum()` is `inf`), nor a plain
@@ -130,6 +132,12 @@ class NormOrReductionInFp16(Rule):
       with torch 2.11 on an NVIDIA H200)
     """
     VALID = [
+        Valid("""
+        # a sum that only seeds backward: its gradient is ones whatever its value
+        import torch
+        proj = torch.nn.Linear(64, 64).half()
+        proj(torch.randn(8, 64, dtype=torch.float16)).sum().backward()
+        """),
         Valid("""
         # row norms of a learned activation: the norm accumulates in float32 and stays far below 65504
         import torch
@@ -300,7 +308,7 @@ class NormOrReductionInFp16(Rule):
         method = isinstance(node.func, ast.Attribute) and node.func.attr in opdata.REDUCTIONS
         if not (callee.names & _TORCH.keys() or (method and callee.tensor_method)):
             return
-        if find_arg(node, "dtype") is not None:
+        if find_arg(node, "dtype") is not None or self._seeds_backward():
             return
         hazards: List[Hazard] = []
         site: Optional[Tuple[str, ast.AST, str]] = None
@@ -331,6 +339,12 @@ class NormOrReductionInFp16(Rule):
         plan = FixPlan("Compute the reduction in float32", Applicability.UNSAFE,
                        lambda fctx: self._fix(fctx, node, op, source, squared_base(source), form))
         self.report_hazard(node, hazards, fix=plan)
+
+    def _seeds_backward(self) -> bool:
+        """``y.sum().backward()``: the reduction only seeds backward, whose gradient (ones for a sum)
+        does not depend on the value, so an overflowing value changes nothing."""
+        attribute, call = self.ctx.parent(), self.ctx.parent(2)
+        return isinstance(attribute, ast.Attribute) and attribute.attr == "backward" and isinstance(call, ast.Call)
 
     def _reduction(self, obs: Observation, node: ast.Call) -> Optional[Tuple[str, ast.AST, str]]:
         name = callee_name(obs, node)

@@ -1046,9 +1046,22 @@ class Interpreter:
         return out if out is not None else UNKNOWN
 
     def _e_boolop(self, node: ast.BoolOp, frame: Frame) -> Value:
+        """The join of the operands; where a known bool operand decides the whole test (a false
+        one in an ``and``, a true one in an ``or``, as :func:`_truth` decides an ``if``) or every
+        operand is decided, that bool (the test's truth; its value may be an earlier operand)."""
         out: Optional[Value] = None
-        for value in node.values:
-            out = join(out, self.ev(value, frame))
+        deciding = isinstance(node.op, ast.Or)
+        decided: List[Optional[bool]] = []
+        decisive, bools = False, True
+        for operand in node.values:
+            value = self.ev(operand, frame)
+            out = join(out, value)
+            decided.append(self._decide(operand, value, frame))
+            boolean = isinstance(value, Scalar) and value.kind == "bool"
+            decisive = decisive or (decided[-1] is deciding and boolean)
+            bools = bools and boolean
+        if decisive or bools and all(d is (not deciding) for d in decided):
+            return Scalar("bool", deciding if decisive else not deciding)
         return out if out is not None else UNKNOWN
 
     def _e_compare(self, node: ast.Compare, frame: Frame) -> Value:
@@ -1072,10 +1085,14 @@ class Interpreter:
     @staticmethod
     def _activation_dtype_read(node: ast.AST, frame: Frame) -> bool:
         """``x.dtype`` of an activation: ``x`` (already evaluated) is a tensor on every path and
-        no parameter (not ``self.weight.dtype``, nor a module's or a config's ``dtype``)."""
+        no parameter (not ``self.weight.dtype``, nor a module's or a config's ``dtype``), or, in a
+        function no caller is seen to call, a value the analysis knows nothing of (an argument): a
+        branch taken only when such a value is already half is no evidence of half either."""
         if not (isinstance(node, ast.Attribute) and node.attr == "dtype"):
             return False
         receiver = frame.record.values.get(id(node.value))
+        if receiver is UNKNOWN:
+            return frame.record.context_free
         return receiver is not None and all(isinstance(o, Tensor) and not o.param for o in options(receiver))
 
     def _e_ifexp(self, node: ast.IfExp, frame: Frame) -> Value:
@@ -1859,8 +1876,8 @@ def _truth(node: ast.AST, value: Value) -> Optional[bool]:
     if isinstance(node, (ast.Name, ast.Attribute)) and (getattr(node, "id", None) == "TYPE_CHECKING"
                                                        or getattr(node, "attr", None) == "TYPE_CHECKING"):
         return False
-    if isinstance(node, ast.Compare) and isinstance(value, Scalar) and isinstance(value.value, bool):
-        return value.value  # a dtype or None test (:func:`dtype_test`, :func:`none_test`)
+    if isinstance(node, (ast.Compare, ast.BoolOp)) and isinstance(value, Scalar) and isinstance(value.value, bool):
+        return value.value  # a dtype or None test (:func:`dtype_test`, :func:`none_test`), or and/or of known ones
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not) and isinstance(node.operand, ast.Name) \
             and isinstance(value, Scalar) and isinstance(value.value, bool):
         return value.value  # ``not flag`` of a known flag (its value is already negated)
@@ -1914,6 +1931,8 @@ def dtype_test(op: ast.cmpop, left: Value, right: Value, unknown_is_not_half: bo
             return None
     else:
         return None
+    if tested is UNKNOWN and unknown_is_not_half:
+        tested = DType(0, True)  # ``x.dtype`` of a value the analysis knows nothing of
     if not isinstance(tested, DType):
         return None
     unknown = tested.unknown or not tested.dtypes  # no dtype at all: a tensor of unknown dtype
