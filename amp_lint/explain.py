@@ -101,7 +101,7 @@ def _context(obs: Observation) -> Context:
     if state is not None:
         device = {"cpu": "CPU autocast", "apex": "apex O1"}.get(state[0], "CUDA autocast")
         autocast = f"{device} ({'bfloat16' if state[1] == 8 else 'float16'})"
-    path = [f"{site.path}:{site.line} calls `{site.callee}`" for site in record.stack]
+    path = [f"{site.path}:{site.line} {site.describe()}" for site in record.stack]
     return Context(path, autocast, record.context_free)
 
 

@@ -795,6 +795,27 @@ def test_findings_carry_evidence_across_files(tmp_path: Path) -> None:
     assert finding["evidence"][0]["message"].startswith("cast to half")
 
 
+
+def test_evidence_of_a_module_handed_on_says_its_forward_ran_from_the_cast(tmp_path: Path) -> None:
+    """A half model the program only hands on (``deploy(Net().half())``) has its forward run with
+    unknown inputs from the cast: the chain says so instead of claiming the cast line calls it."""
+    (tmp_path / "net.py").write_text(textwrap.dedent("""
+    import torch.nn as nn
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 8)
+        def forward(self, x):
+            return self.fc(x).log_softmax(-1)
+    """).lstrip())
+    (tmp_path / "deploy.py").write_text("from net import Net\ndef deploy(m):\n    pass\ndeploy(Net().half())\n")
+    result = subprocess.run([sys.executable, "-m", "amp_lint", "check", "--isolated", "--select", "AMP201",
+                             "--output-format", "json", "."], capture_output=True, text=True, cwd=tmp_path)
+    (finding,) = json.loads(result.stdout)
+    assert [(Path(e["filename"]).name, e["row"], e["message"]) for e in finding["evidence"]][1:] == [
+        ("deploy.py", 4, "runs `Net.forward` of the module cast here (inputs unknown)")]
+
+
 # -- architecture ------------------------------------------------------------------------------------
 def test_semantics_depends_on_no_rule_engine_or_reporter() -> None:
     """The analysis is a layer below the rules: it imports data tables and itself only."""

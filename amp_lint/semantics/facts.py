@@ -105,7 +105,7 @@ class Observation:
         if origin is not None:
             steps.append(Evidence(origin.path, origin.line, _origin_message(origin)))
         for site in self.record.stack:
-            steps.append(Evidence(site.path, site.line, f"calls `{site.callee}`"))
+            steps.append(Evidence(site.path, site.line, site.describe()))
         return tuple(steps)
 
 

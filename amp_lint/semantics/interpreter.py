@@ -72,6 +72,15 @@ class CallSite:
     #: the step is a guess: the forward of a module cast to half that the program only uses through
     #: other methods, run with unknown inputs (see ``analyse_seed`` and ``_seed_is_guess``)
     seeded: bool = False
+    #: the step is no call: ``callee`` is the forward of the module cast at ``path:line``, run with
+    #: unknown inputs because the program hands the module on (``analyse_seed``)
+    via_cast: bool = False
+
+    def describe(self) -> str:
+        """What this step did, for evidence chains: ``calls `f```."""
+        if self.via_cast:
+            return f"runs `{self.callee}` of the module cast here (inputs unknown)"
+        return f"calls `{self.callee}`"
 
 
 @dataclass(eq=False)
@@ -315,7 +324,7 @@ class Interpreter:
                 return
             done.add(key)
             site = CallSite(origin.path if origin else where.relpath, origin.line if origin else 0,
-                            "forward", seeded=self._seed_is_guess(seed, origin))
+                            "forward", seeded=self._seed_is_guess(seed, origin), via_cast=True)
             record = self._record(where.tree, where, None, (site,), False)
             frame = Frame(where, None, {}, record, None, (site,))
             if isinstance(seed.cls, Ext) and seed.cls.name.endswith("Sequential"):
@@ -334,7 +343,7 @@ class Interpreter:
         record = self._record(where.tree, where, None, (), False)
         frame = Frame(where, None, {}, record, None, ())
         site = CallSite(origin.path if origin else where.relpath, origin.line if origin else 0, forward.qualname,
-                        seeded=self._seed_is_guess(seed, origin))
+                        seeded=self._seed_is_guess(seed, origin), via_cast=True)
         env, names = bind_arguments(forward.node, seed, [UNKNOWN] * max(count, 0), {}, None)
         uses = self.half_uses.get(_use_key(seed, origin), set()) if origin is not None else set()
         passed = self.passed_args.get(id(forward.node))
