@@ -928,6 +928,35 @@ def test_a_half_test_on_an_argument_nobody_passes_is_no_evidence(tmp_path: Path)
     assert one(tmp_path, called, "# <-", "layer") == ["module torch.nn.Linear with float16 parameters"]
 
 
+def test_the_default_dtype_set_by_torch_makes_later_models_and_factories_half(tmp_path: Path) -> None:
+    """``torch.set_default_dtype(torch.float16)`` (or ``set_default_tensor_type`` with a half tensor
+    type) makes the parameters of modules built after it in that scope, and float factories, half;
+    what was built before stays float32, and setting float32 back ends it."""
+    code = """
+    import torch
+    from torch import nn
+    class Head(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.out = nn.Linear(16, 4)
+        def forward(self, h):
+            return self.out(h).log_softmax(-1)
+    before = Head()
+    torch.set_default_dtype(torch.float16)
+    head, noise = Head(), torch.randn(3, 16)
+    plain = nn.Linear(16, 16)
+    torch.set_default_dtype(torch.float32)
+    after = Head()
+    before, head, noise, plain, after  # <-
+    """
+    assert [one(tmp_path, code, "# <-", name)[0] for name in ("before", "head", "noise", "plain", "after")] == [
+        "module Head with float32 parameters", "module Head with float16 parameters", "tensor float16",
+        "module torch.nn.Linear with float16 parameters", "module Head with float32 parameters"]
+    built = code.replace("torch.set_default_dtype(torch.float16)", "torch.set_default_tensor_type(torch.cuda.HalfTensor)")
+    assert one(tmp_path, built + "head(noise)\n", "# <-", "head") == ["module Head with float16 parameters"]
+    assert _codes(tmp_path, built + "head(noise)\n") == ["8: AMP201"]
+
+
 def test_not_of_a_flag_the_call_passes_decides_the_branch(tmp_path: Path) -> None:
     """jukebox-style ``forward(self, x, fp16=False, fp16_out=False)`` ending in ``if not fp16_out:
     x = x.float()``: ``not`` of a flag whose value the call passes is decided like the flag itself.

@@ -27,7 +27,7 @@ class IncompleteScalerProtocol(Rule):
     Finds a loop that runs `scaler.scale(loss).backward()` and then calls `optimizer.step()`
     directly instead of `scaler.step(optimizer)`, or calls `scaler.step(...)` with no
     `scaler.update()` after it in the loop, or - in gradient accumulation - calls
-    `scaler.unscale_(optimizer)` on every micro-batch while `scaler.step`/`update` run only on
+    `scaler.unscale_(optimizer)` on every micro-batch while `scaler.step` and `update` run only on
     stepping iterations.
 
     ## Why is this bad?
@@ -48,6 +48,22 @@ class IncompleteScalerProtocol(Rule):
     - https://pytorch.org/docs/stable/notes/amp_examples.html
     """
     VALID = [
+        Valid("""
+        # steps skipped while a queue warms up, but update() runs on every iteration: it resets the
+        # unscale state, so each iteration's unscale_ is the first since the last update()
+        import torch
+        scaler = torch.amp.GradScaler("cuda")
+        for i, (x, y) in enumerate(loader):
+            optimizer.zero_grad()
+            with torch.autocast(device_type="cuda", dtype=torch.float16):
+                loss = loss_fn(model(x), y)
+            scaler.scale(loss).backward()
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            if i >= warmup_iters:
+                scaler.step(optimizer)
+            scaler.update()
+        """),
         Valid("""
         for x, y in loader:
             with torch.autocast(device_type="cuda", dtype=torch.float16):
@@ -136,6 +152,8 @@ class IncompleteScalerProtocol(Rule):
 
     def _accumulation(self, step: TrainingStep, scaler: str) -> None:
         """``unscale_`` on every micro-batch, ``step``/``update`` only under an accumulation guard."""
+        if any(not _guards(update, step) for update in step.updates):
+            return  # ``update()`` on every iteration resets the unscale state: no second unscale_ follows
         for unscale in step.unscales:
             guards = [g for e in step.scaler_steps for g in _guards(e, step)]
             if guards and not any(any(a is g for a in unscale.ancestors) for g in guards):

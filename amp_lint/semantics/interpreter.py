@@ -1405,7 +1405,12 @@ class Interpreter:
                 self._note_half_use(callee.bound, callee.info.name)
             return self.call_function(callee.info, callee.bound, args, kwargs, frame, node)
         if isinstance(callee, ClassVal):
-            return self.instantiate(callee, args, kwargs, frame, node)
+            made = self.instantiate(callee, args, kwargs, frame, node)
+            default = torch_api.default_dtype(self, frame)
+            if default is not None and isinstance(made, Module) and made.cast == F32 and not made.cast_unknown:
+                made = made.cast_to(default.dtypes, default.origin)  # built under set_default_dtype
+                self.add_seed(made, frame)
+            return made
         if isinstance(callee, Module):
             return self.call_module(callee, args, kwargs, frame, node)
         if isinstance(callee, Method):

@@ -39,6 +39,33 @@ def _origin(frame: "Frame", node: Optional[ast.AST], kind: str) -> Optional[Orig
                   end=(getattr(node, "end_lineno", 0) or 0, getattr(node, "end_col_offset", 0) or 0))
 
 
+#: The environment slot (no Python name can clash) holding the default float dtype that
+#: ``torch.set_default_dtype`` / ``torch.set_default_tensor_type`` set in a scope.
+DEFAULT_DTYPE = "<default dtype>"
+#: Legacy tensor types ``set_default_tensor_type`` takes, by the end of their name.
+_TENSOR_TYPES = {"HalfTensor": F16, "BFloat16Tensor": BF16, "FloatTensor": F32, "DoubleTensor": F64}
+
+
+def default_dtype(interp: "Interpreter", frame: "Frame") -> Optional[DType]:
+    """The default float dtype set by ``torch.set_default_dtype(...)`` earlier in this scope or at
+    the top of its module, or ``None`` (float32, torch's own default)."""
+    value = interp.lookup(DEFAULT_DTYPE, frame)
+    return value if isinstance(value, DType) and value.dtypes & FLOATS and value.dtypes != F32 else None
+
+
+def _set_default_dtype(frame: "Frame", short: str, positional: List[Value], node: Optional[ast.AST]) -> None:
+    arg = positional[0] if positional else UNKNOWN
+    bit = 0
+    if isinstance(arg, DType) and not arg.unknown:  # ``torch.float16``, ``torch.cuda.HalfTensor``
+        bit = arg.dtypes & FLOATS
+    elif short == "set_default_tensor_type":
+        name = arg.name if isinstance(arg, Ext) else (arg.value if isinstance(arg, Scalar)
+                                                     and isinstance(arg.value, str) else "")
+        bit = _TENSOR_TYPES.get(str(name).rsplit(".", 1)[-1], 0)
+    frame.env[DEFAULT_DTYPE] = DType(bit, False, _origin(frame, node, "default_dtype") if bit & HALF else None) \
+        if bit else DType(0, True)
+
+
 def node_key(relpath: str, node: Optional[ast.AST]) -> Tuple[str, int, int, int, int]:
     """A node's identity across runs: its file and span."""
     return (relpath, getattr(node, "lineno", 0), getattr(node, "col_offset", 0),
@@ -944,6 +971,9 @@ def _torch_function(interp: "Interpreter", frame: "Frame", qualified: str, short
                 return Tensor(INT)
             if isinstance(fill, Scalar) and fill.kind == "bool":
                 return Tensor(BOOL)
+        default = default_dtype(interp, frame)
+        if default is not None:
+            return Tensor(default.dtypes, False, default.origin)
         return Tensor(F32)
     if kind == optable.INFER:
         if explicit is not None:
@@ -960,7 +990,10 @@ def _torch_function(interp: "Interpreter", frame: "Frame", qualified: str, short
         return Tensor(BOOL) if positional and _tensors(positional[:1]) else Scalar("bool")
     if kind == optable.PYTHON:
         return Scalar("bool") if short.startswith("is_") else UNKNOWN
-    if short in ("manual_seed", "set_num_threads", "set_default_dtype", "save", "load", "is_available",
+    if short in ("set_default_dtype", "set_default_tensor_type"):
+        _set_default_dtype(frame, short, positional, node)
+        return NONE
+    if short in ("manual_seed", "set_num_threads", "save", "load", "is_available",
                  "device_count", "current_device", "set_device", "synchronize", "empty_cache", "get_rank",
                  "get_world_size", "is_initialized", "init_process_group", "barrier", "compile"):
         if short == "compile" and positional:
@@ -1071,6 +1104,9 @@ def make_nn_module(interp: "Interpreter", frame: "Frame", qualified: str, short:
     cast = F32
     origin = None
     dtype = _dtype_kw(kwargs)
+    default = default_dtype(interp, frame)
+    if default is not None:  # parameters are created in the default dtype
+        cast, origin = default.dtypes, default.origin
     if isinstance(dtype, DType) and dtype.dtypes & FLOATS:
         cast = dtype.dtypes & FLOATS
         origin = _origin(frame, node, "dtype") if cast & HALF else None
