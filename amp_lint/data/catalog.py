@@ -42,8 +42,9 @@ CATALOG: Tuple[CatalogEntry, ...] = (
     CatalogEntry("AMP001", "fp32-training-loop", "migration", "unsafe",
                  "the loop's `.backward()` call, once per loop", _BACKWARD, on_by_default=False),
     CatalogEntry("AMP101", "half-model-training", "error", "unsafe",
-                 "the call that casts the model (`.half()`, `.to(torch.float16)`, `from_pretrained(torch_dtype=...)`)",
-                 r"\.(half|bfloat16|to)\(.*\)$|from_pretrained\("),
+                 "the call that casts the model (`.half()`, `.to(torch.float16)`, `from_pretrained(torch_dtype=...)`, "
+                 "a `torch.set_default_dtype(...)` it is built under)",
+                 r"\.(half|bfloat16|to)\(.*\)$|from_pretrained\(|set_default_(dtype|tensor_type)\("),
     CatalogEntry("AMP102", "backward-without-loss-scaling", "error", "unsafe",
                  "the loop's `.backward()` call, once per loop", _BACKWARD),
     CatalogEntry("AMP103", "incomplete-scaler-protocol", "error", "safe",

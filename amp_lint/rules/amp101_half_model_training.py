@@ -22,7 +22,8 @@ class HalfModelTraining(Rule):
     docs = """
     ## What it does
     Finds a module cast wholesale to half precision (`model.half()`, `.bfloat16()`,
-    `.to(torch.float16)`, `.to(dtype=...)`, `from_pretrained(..., torch_dtype=torch.float16)`)
+    `.to(torch.float16)`, `.to(dtype=...)`, `from_pretrained(..., torch_dtype=torch.float16)`,
+    or built after `torch.set_default_dtype(torch.bfloat16)`, reported at that call, without a fix)
     whose parameters an optimizer is then built over, anywhere in the program (the cast in one
     file, the optimizer in another counts), or cast in place after an optimizer over its parameters
     was built, when that optimizer then steps (`.half()` converts the very tensors the optimizer
@@ -82,6 +83,20 @@ class HalfModelTraining(Rule):
         """),
     ]
     INVALID = [
+        Invalid(
+            """
+            import torch
+            torch.set_default_dtype(torch.bfloat16)
+            model = torch.nn.Linear(64, 64)
+            torch.set_default_dtype(torch.float32)
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+            for x, y in loader:
+                loss = torch.nn.functional.mse_loss(model(x), y)
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            """,
+        ),
         Invalid(
             """
             import torch
@@ -182,13 +197,19 @@ class HalfModelTraining(Rule):
         fix, reason = None, "no training loop over this model was recognised in this file"
         if self.ctx.facts.cast_after_optimizer(origin):
             reason = "the optimizer was built before the cast"
-        if len(steps) == 1:
-            fix, reason = migration_plan(
-                self.ctx, steps[0], f"Keep the model in fp32 and use autocast({dtype})"
-                + (" + GradScaler" if dtype == "float16" else ""), dtype=dtype, remove_casts=True)
-        text = self.ctx.segment(node.func.value if isinstance(node.func, ast.Attribute) else node, 40)
-        message = (f"`{text}` is cast to {dtype} and trained without fp32 master weights; keep it in fp32 and use "
-                   "`torch.autocast`" + (" with a `torch.amp.GradScaler`" if dtype == "float16" else ""))
+        scaler = " with a `torch.amp.GradScaler`" if dtype == "float16" else ""
+        if origin.kind == "default_dtype":  # ``torch.set_default_dtype(torch.bfloat16)`` before the model
+            reason = "the default dtype is set here; build the model in float32"
+            message = (f"modules built after `{self.ctx.segment(node, 50)}` have {dtype} parameters and are trained "
+                       f"without fp32 master weights; build them in float32 and use `torch.autocast`{scaler}")
+        else:
+            if len(steps) == 1:
+                fix, reason = migration_plan(
+                    self.ctx, steps[0], f"Keep the model in fp32 and use autocast({dtype})"
+                    + (" + GradScaler" if dtype == "float16" else ""), dtype=dtype, remove_casts=True)
+            text = self.ctx.segment(node.func.value if isinstance(node.func, ast.Attribute) else node, 40)
+            message = (f"`{text}` is cast to {dtype} and trained without fp32 master weights; keep it in fp32 and "
+                       f"use `torch.autocast`{scaler}")
         if origin.condition:
             message += f" (when `{origin.condition}`)"
         if fix is None:
@@ -197,7 +218,8 @@ class HalfModelTraining(Rule):
 
     def _dtype(self, node: ast.Call) -> int:
         for obs in self.ctx.observations(node):
-            value = obs.value(node)
+            value = obs.value(node.args[0] if node.args and obs.value(node).__class__.__name__ == "Scalar"
+                              and self.ctx.qualified(node.func) in _DEFAULT_DTYPE_SETTERS else node)
             for option in getattr(value, "options", (value,)):
                 cast = getattr(option, "cast", 0) or getattr(option, "dtypes", 0)
                 if cast & HALF:
@@ -216,6 +238,10 @@ class HalfModelTraining(Rule):
                     self.report(node, "Lightning trains in pure low precision here (parameters and optimizer state "
                                       "in half, no fp32 master weights); use `precision=\"bf16-mixed\"` or "
                                       "`\"16-mixed\"`", precision_context="PURE_BF16")
+
+
+#: Calls whose half dtype (their argument) is the default that later modules are built in.
+_DEFAULT_DTYPE_SETTERS = ("torch.set_default_dtype", "torch.set_default_tensor_type")
 
 
 def _trains(optimizer, origin: Origin) -> bool:
