@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, FrozenSet, Iterator, List, Optional, Sequence,
 from amp_lint.cache import Cache, content_digest
 from amp_lint.config import Settings, enabled_codes, ignored_for_path
 from amp_lint.data.catalog import ON_BY_DEFAULT, RESERVED_CODES, SYNTAX_ERROR_CODE
-from amp_lint.findings import FileReport, Finding
+from amp_lint.findings import FileReport, Finding, Related
 from amp_lint.source import SourceError, SourceFile, decode_source, write_atomic
 
 if TYPE_CHECKING:  # the engine (LibCST, the analysis, the rules) loads only when a file is analysed:
@@ -231,6 +231,7 @@ def _analyse_and_report(inputs: List["_Input"], selection: Selection, options: R
         assert item.source is not None
         item.report.findings = in_cells(item.source, item.report.new_text or item.source.text,
                                         item.report.findings)
+    _evidence_in_cells(live)
     by_relpath = {i.parsed.relpath: i for i in live if i.parsed is not None}
     for relpath, line, description in errors:
         item = by_relpath.get(relpath)
@@ -284,6 +285,28 @@ def in_cells(source: SourceFile, text: str, findings: List[Finding]) -> List[Fin
     from amp_lint.notebook import CellMap, to_cells
 
     return to_cells(findings, CellMap.of(text))
+
+
+def _evidence_in_cells(items: Sequence["_Input"]) -> None:
+    """Evidence steps that point into a notebook from another file's finding, moved into their
+    cells (``nb.ipynb:cell 2:1``, not the row of the module made of its cells)."""
+    from amp_lint.notebook import CellMap, NotebookSource
+
+    maps = {item.source.path: CellMap.of(item.report.new_text or item.source.text)
+            for item in items if isinstance(item.source, NotebookSource)}
+    if not maps:
+        return
+    for item in items:
+        for index, finding in enumerate(item.report.findings):
+            if any(step.cell is None and step.filename in maps for step in finding.related):
+                related = tuple(_step_in_cell(step, maps[step.filename]) if step.cell is None and step.filename
+                                in maps else step for step in finding.related)
+                item.report.findings[index] = dataclasses.replace(finding, related=related)
+
+
+def _step_in_cell(step: Related, cells) -> Related:
+    cell, row = cells.locate(step.row)
+    return Related(step.filename, row, step.message, cell)
 
 
 def _cache_key(item: "_Input", settings: Settings) -> Tuple[str, str]:

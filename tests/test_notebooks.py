@@ -58,6 +58,26 @@ def test_cross_cell_findings_in_cells(notebook: Path) -> None:
     assert "= because: nb.ipynb:cell 3:10: module cast to half" in amp("check", "nb.ipynb", "--output-format", "full").stdout
 
 
+def test_evidence_from_a_notebook_into_a_module_points_into_its_cell(tmp_path: Path, monkeypatch) -> None:
+    """A notebook that casts a model drives the analysis of the model's file: the finding there
+    names the notebook's cell and the row within it, also when only the model file is checked."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "head.py").write_text("import torch.nn as nn\nclass Head(nn.Module):\n    def __init__(self):\n"
+                                      "        super().__init__()\n        self.fc = nn.Linear(8, 8)\n"
+                                      "    def forward(self, x):\n        return self.fc(x).softmax(-1)\n")
+    (tmp_path / "demo.ipynb").write_text(_notebook([
+        _code(["import torch\n", "from head import Head\n"]),
+        _code(["# half for the demo\n", "head = Head().half()\n", "probs = head(torch.randn(2, 8).half())\n"])]))
+    for target in (".", "head.py"):
+        data = json.loads(amp("check", target, "--output-format", "json").stdout)
+        assert [(d["filename"].rsplit("/", 1)[-1], d["code"]) for d in data] == [("head.py", "AMP201")]
+        assert [(e["cell"], e["row"]) for e in data[0]["evidence"]] == [(2, 2), (2, 3)]
+    sarif = json.loads(amp("check", ".", "--output-format", "sarif").stdout)
+    related = sarif["runs"][0]["results"][0]["relatedLocations"]
+    assert [(r["properties"]["cell"], r["physicalLocation"]["region"]["startLine"]) for r in related] == [(2, 2), (2, 3)]
+
+
 def test_fix_changes_only_the_sources_it_fixes(notebook: Path) -> None:
     before = notebook.read_text(encoding="utf-8")
     result = amp("fix", "--unsafe-fixes", "nb.ipynb")

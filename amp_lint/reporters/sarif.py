@@ -125,6 +125,7 @@ def _result(finding: Finding, rule_index: int, root: Optional[str]) -> Dict[str,
                     "region": {"startLine": step.row},
                 },
                 "message": {"text": step.message},
+                **({"properties": {"cell": step.cell}} if step.cell is not None else {}),  # rows within the cell
             }
             for index, step in enumerate(finding.related)
         ]
