@@ -412,7 +412,8 @@ def _settings_text(settings: "Settings", config_path: Optional[Path], selection,
 @click.option("--isolated", is_flag=True, help="Ignore configuration files.")
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text")
 def explain_command(location: str, config_file: Optional[str], isolated: bool, output_format: str) -> None:
-    """Show what the analysis infers for the expressions at FILE:LINE, per context, with evidence."""
+    """Show what the analysis infers for the expressions at FILE:LINE (a notebook's FILE:cell N:LINE),
+    per context, with evidence."""
     import json
 
     from amp_lint.config import ConfigError
@@ -420,8 +421,12 @@ def explain_command(location: str, config_file: Optional[str], isolated: bool, o
     from amp_lint.explain import explain, render_text, to_json
 
     path, _, line = location.rpartition(":")
+    cell = None
+    if path.rpartition(":")[2].startswith("cell ") and path.rpartition(":")[2][5:].isdigit():
+        path, _, cell_text = path.rpartition(":")  # ``nb.ipynb:cell 3:2``, as findings in notebooks say
+        cell = int(cell_text[5:])
     if not path or not line.isdigit():
-        raise _fail(f"{location!r}: expected FILE:LINE")
+        raise _fail(f"{location!r}: expected FILE:LINE (in a notebook also FILE:cell N:LINE)")
     if not Path(path).is_file():
         raise _fail(f"{path}: no such file")
     try:
@@ -433,7 +438,7 @@ def explain_command(location: str, config_file: Optional[str], isolated: bool, o
     if not any(Path(f).resolve() == Path(path).resolve() for f in files):
         files.append(path)
     try:
-        result = explain(path, int(line), files, settings)
+        result = explain(path, int(line), files, settings, cell)
     except ValueError as exc:
         raise _fail(str(exc))
     if output_format == "json":

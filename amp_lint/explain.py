@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from amp_lint.config import Settings
 from amp_lint.engine.linter import ParsedFile, analyse
+from amp_lint.notebook import CellMap
 from amp_lint.semantics.facts import Observation, describe
 from amp_lint.semantics.values import options
 from amp_lint.source import SourceError, read_source
@@ -37,10 +38,14 @@ class Explanation:
     line: int
     source: str
     contexts: List[Context]
+    #: in a notebook: the 1-based code cell, ``line`` is then the row within it
+    cell: Optional[int] = None
 
 
-def explain(target: str, line: int, files: Sequence[str], settings: Settings) -> Explanation:
-    """Analyse ``files`` (the program ``target`` belongs to) and explain ``target:line``."""
+def explain(target: str, line: int, files: Sequence[str], settings: Settings,
+            cell: Optional[int] = None) -> Explanation:
+    """Analyse ``files`` (the program ``target`` belongs to) and explain ``target:line`` (in a
+    notebook, ``line`` of code cell ``cell`` when given, else of the module made of its cells)."""
     parsed: List[ParsedFile] = []
     index = None
     root = Path(settings.project_root)
@@ -59,19 +64,31 @@ def explain(target: str, line: int, files: Sequence[str], settings: Settings) ->
         parsed.append(ParsedFile.parse(path, rel, text, []))
     if index is None or parsed[index].tree is None:
         raise ValueError(f"{target}: not a Python file that parses")
+    cells = {p.relpath: CellMap.of(p.text) for p in parsed if p.relpath.endswith(".ipynb")}
+    if cell is not None:
+        if parsed[index].relpath not in cells:
+            raise ValueError(f"{target}: not a notebook (give FILE:LINE)")
+        line = cells[parsed[index].relpath].row_of(cell, line)
     analysis = analyse(parsed, settings)
     module = analysis.modules[index]
     facts = analysis.facts
     nodes = _on_line(module.tree, line)
     contexts: Dict[int, Context] = {}
+
+    def at(path: str, row: int) -> str:  # ``nb.ipynb:cell 2:1`` in a notebook, else ``path:row``
+        return f"{path}:{cells[path].where(row)}" if path in cells else f"{path}:{row}"
+
     for node, scope in nodes:
         for obs in facts.observations(node, scope):
             key = id(obs.record)
             ctx = contexts.get(key)
             if ctx is None:
-                ctx = contexts[key] = _context(obs)
-            ctx.values.append(_value(module.segment(node, 70), obs, node))
-    return Explanation(target, line, module.line(line).strip(), list(contexts.values()))
+                ctx = contexts[key] = _context(obs, at)
+            ctx.values.append(_value(module.segment(node, 70), obs, node, at))
+    source = module.line(line).strip()
+    if parsed[index].relpath in cells:
+        cell, line = cells[parsed[index].relpath].locate(line)
+    return Explanation(target, line, source, list(contexts.values()), cell)
 
 
 def _on_line(tree: ast.Module, line: int):
@@ -94,27 +111,28 @@ def _on_line(tree: ast.Module, line: int):
     return out
 
 
-def _context(obs: Observation) -> Context:
+def _context(obs: Observation, at) -> Context:
     record = obs.record
     state = record.state
     autocast = None
     if state is not None:
         device = {"cpu": "CPU autocast", "apex": "apex O1"}.get(state[0], "CUDA autocast")
         autocast = f"{device} ({'bfloat16' if state[1] == 8 else 'float16'})"
-    path = [f"{site.path}:{site.line} {site.describe()}" for site in record.stack]
+    path = [f"{at(site.path, site.line)} {site.describe()}" for site in record.stack]
     return Context(path, autocast, record.context_free)
 
 
-def _value(text: str, obs: Observation, node: ast.AST) -> Dict[str, Any]:
+def _value(text: str, obs: Observation, node: ast.AST, at) -> Dict[str, Any]:
     value = obs.value(node)
     evidence = []
     if any(getattr(o, "dtypes", 0) & 12 or getattr(o, "cast", 0) & 12 for o in options(value)):
-        evidence = [f"{e.path}:{e.line}: {e.message}" for e in obs.evidence(value)[:1]]
+        evidence = [f"{at(e.path, e.line)}: {e.message}" for e in obs.evidence(value)[:1]]
     return {"expression": text, "value": describe(value), "because": evidence}
 
 
 def render_text(explanation: Explanation) -> str:
-    lines = [f"{explanation.path}:{explanation.line}: {explanation.source}"]
+    where = f"cell {explanation.cell}:{explanation.line}" if explanation.cell is not None else explanation.line
+    lines = [f"{explanation.path}:{where}: {explanation.source}"]
     if not explanation.contexts:
         lines.append("  not reached by the analysis (no code path runs this line)")
     for number, ctx in enumerate(explanation.contexts, 1):
@@ -137,7 +155,7 @@ def render_text(explanation: Explanation) -> str:
 
 def to_json(explanation: Explanation) -> Dict[str, Any]:
     return {
-        "filename": explanation.path, "line": explanation.line, "source": explanation.source,
+        "filename": explanation.path, "cell": explanation.cell, "line": explanation.line, "source": explanation.source,
         "contexts": [
             {"call_path": c.path, "autocast": c.autocast, "context_free": c.context_free, "values": c.values}
             for c in explanation.contexts

@@ -143,6 +143,18 @@ class CellMap:
                 starts.append((row + 1, int(match.group(1)) + 1))
         return cls(starts)
 
+    def row_of(self, cell: int, row: int) -> int:
+        """The module row of ``row`` (1-based) in code cell ``cell`` (1-based), or ValueError."""
+        for start, number in self.starts:
+            if number == cell:
+                return start + row - 1
+        raise ValueError(f"no code cell {cell}")
+
+    def where(self, row: int) -> str:
+        """``cell N:ROW`` of a module row, as findings write it."""
+        cell, within = self.locate(row)
+        return f"cell {cell}:{within}"
+
     def locate(self, row: int) -> Tuple[int, int]:
         """(1-based cell number, 1-based row in that cell) of a module row."""
         cell, first = (self.starts[0][1], self.starts[0][0]) if self.starts else (1, 1)

@@ -78,6 +78,24 @@ def test_evidence_from_a_notebook_into_a_module_points_into_its_cell(tmp_path: P
     assert [(r["properties"]["cell"], r["physicalLocation"]["region"]["startLine"]) for r in related] == [(2, 2), (2, 3)]
 
 
+def test_explain_takes_and_prints_cell_locations(tmp_path: Path, monkeypatch) -> None:
+    """``explain nb.ipynb:cell 2:2`` (the form findings use) explains that row of that cell and
+    writes notebook locations as cells; a cell the notebook lacks is a one-line error."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "demo.ipynb").write_text(_notebook([
+        _code(["import torch\n"]),
+        _code(["# half for the demo\n", "layer = torch.nn.Linear(8, 8).half()\n",
+               "probs = layer(torch.randn(2, 8).half()).softmax(-1)\n"])]))
+    out = CliRunner().invoke(main, ["explain", "demo.ipynb:cell 2:2", "--isolated"]).stdout
+    assert out.startswith("demo.ipynb:cell 2:2: layer = torch.nn.Linear(8, 8).half()")
+    assert "because demo.ipynb:cell 2:2: module cast to half" in out
+    data = json.loads(CliRunner().invoke(main, ["explain", "demo.ipynb:cell 2:3", "--isolated",
+                                                "--output-format", "json"]).stdout)
+    assert (data["cell"], data["line"]) == (2, 3) and data["source"].startswith("probs = ")
+    bad = CliRunner().invoke(main, ["explain", "demo.ipynb:cell 9:1", "--isolated"])
+    assert bad.exit_code == 2 and "no code cell 9" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
 def test_fix_changes_only_the_sources_it_fixes(notebook: Path) -> None:
     before = notebook.read_text(encoding="utf-8")
     result = amp("fix", "--unsafe-fixes", "nb.ipynb")
