@@ -61,7 +61,8 @@ CATALOG: Tuple[CatalogEntry, ...] = (
     CatalogEntry("AMP204", "overflow-prone-pointwise-in-fp16", "warning", "unsafe", "the exp/pow expression"),
     # -- constants that do not fit half precision
     CatalogEntry("AMP301", "fp16-overflowing-constant", "error", "unsafe",
-                 "the fill call, or the expression that adds the scaled mask"),
+                 "the fill call, or the expression that adds the scaled mask (the scaled mask where it is "
+                 "not added to a half tensor)"),
     CatalogEntry("AMP302", "fp16-underflowing-epsilon", "error", "unsafe",
                  "the optimizer construction, or the expression that adds the epsilon"),
     CatalogEntry("AMP303", "fill-value-from-wrong-dtype", "error", "safe", "the fill call"),

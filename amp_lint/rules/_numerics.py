@@ -155,6 +155,11 @@ def fill_sites(obs: Observation, node: ast.AST) -> List[FillSite]:
                 if literal is not None:
                     out.append(FillSite(literal, tensor, half_tensor(obs.value(tensor))))
                     break
+        elif isinstance(node.op, ast.Mult):  # a mask scaled in half on its own: ``bias = (1.0 - m) * -1e10``
+            literal = mask_literal(node)
+            if literal is not None:
+                scaled = node.left if literal is node.right else node.right
+                out.append(FillSite(literal, scaled, half_tensor(obs.value(scaled))))
         return out
     if not isinstance(node, ast.Call):
         return out

@@ -10,9 +10,9 @@ from amp_lint.data.numerics import dtype_label, format_number, max_of, overflows
 from amp_lint.engine.fixes import CstFix
 from amp_lint.engine.fixing import FixContext, FixPlan
 from amp_lint.findings import Applicability, Severity
-from amp_lint.rules._numerics import PROJECT_TOKENS, FillSite, fill_sites, is_fill_call, is_simple
+from amp_lint.rules._numerics import PROJECT_TOKENS, FillSite, fill_sites, is_fill_call, is_simple, mask_literal
 from amp_lint.rules.base import Hazard, Invalid, Rule, Valid
-from amp_lint.semantics.values import BF16, F16, Scalar
+from amp_lint.semantics.values import BF16, F16, Scalar, half_tensor
 
 
 class Fp16OverflowingConstant(Rule):
@@ -26,8 +26,9 @@ class Fp16OverflowingConstant(Rule):
     ## What it does
     Finds a literal with magnitude above 65504 used as a fill / mask / sentinel value on a tensor
     that is float16 in its context: `masked_fill(mask, -1e9)`, `fill_`, `index_fill`, `new_full`,
-    `torch.full(..., dtype=torch.float16)`, `clamp(min=...)`, `torch.where(mask, -1e9, x)` and the
-    additive mask `x + mask * -1e9`. It applies inside autocast too: matmul outputs are float16
+    `torch.full(..., dtype=torch.float16)`, `clamp(min=...)`, `torch.where(mask, -1e9, x)`, the
+    additive mask `x + mask * -1e9`, and a mask scaled in half on its own (`bias = (1.0 - m) * -1e10`,
+    reported at the product). It applies inside autocast too: matmul outputs are float16
     there. bfloat16 has the range of float32, so `-1e9` on bf16 is fine.
 
     ## Why is this bad?
@@ -71,6 +72,28 @@ class Fp16OverflowingConstant(Rule):
         """),
     ]
     INVALID = [
+        Invalid(
+            """
+            import torch
+
+            def to_bias(mask, dtype):
+                mask = mask.to(dtype)
+                return mask * -1.0e10
+
+            scores = torch.randn(4, 4).cuda().half()
+            scores = scores + to_bias(torch.rand(4, 4).cuda() > 0.5, scores.dtype)
+            """,
+            expected="""
+            import torch
+
+            def to_bias(mask, dtype):
+                mask = mask.to(dtype)
+                return mask * torch.finfo(mask.dtype).min
+
+            scores = torch.randn(4, 4).cuda().half()
+            scores = scores + to_bias(torch.rand(4, 4).cuda() > 0.5, scores.dtype)
+            """,
+        ),
         Invalid(
             """
             import torch
@@ -140,6 +163,12 @@ class Fp16OverflowingConstant(Rule):
             self._check(node)
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
+        parent = self.ctx.parent()
+        if isinstance(node.op, ast.Mult) and isinstance(parent, ast.BinOp) and isinstance(parent.op, (ast.Add, ast.Sub)) \
+                and mask_literal(node) is not None and (parent.left is node or parent.right is node):
+            added = parent.right if parent.left is node else parent.left
+            if any(half_tensor(obs.value(added)) is not None for obs in self.ctx.observations(added)):
+                return  # the additive mask ``x + m * -1e9`` on a half ``x``: reported at the addition
         self._check(node)
 
     def _check(self, node: ast.AST) -> None:
@@ -163,8 +192,9 @@ class Fp16OverflowingConstant(Rule):
                 if dtype is None:
                     continue
                 chosen, negative = site, number < 0
+                role = "scaled" if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) else "filled"
                 hazards.append(Hazard(obs, f"`{format_number(value.number)}` overflows {dtype_label(dtype)} (max "
-                                           f"{format_number(max_of(dtype))}): the filled tensor is "
+                                           f"{format_number(max_of(dtype))}): the {role} tensor is "
                                            f"{obs.where(tensor)[3:]}; use `torch.finfo(<tensor>.dtype)."
                                            f"{'min' if number < 0 else 'max'}`", obs.label(tensor.dtypes), tensor))
         if chosen is None:
