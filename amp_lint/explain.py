@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from amp_lint.config import Settings
 from amp_lint.engine.linter import ParsedFile, analyse
@@ -111,7 +111,7 @@ def _on_line(tree: ast.Module, line: int):
     return out
 
 
-def _context(obs: Observation, at) -> Context:
+def _context(obs: Observation, at: Callable[[str, int], str]) -> Context:
     record = obs.record
     state = record.state
     autocast = None
@@ -122,7 +122,7 @@ def _context(obs: Observation, at) -> Context:
     return Context(path, autocast, record.context_free)
 
 
-def _value(text: str, obs: Observation, node: ast.AST, at) -> Dict[str, Any]:
+def _value(text: str, obs: Observation, node: ast.AST, at: Callable[[str, int], str]) -> Dict[str, Any]:
     value = obs.value(node)
     evidence = []
     if any(getattr(o, "dtypes", 0) & 12 or getattr(o, "cast", 0) & 12 for o in options(value)):

@@ -318,7 +318,8 @@ def notebook_diff(source: NotebookSource, new_text: str, path: str) -> str:
     return "".join(out)
 
 
-def _in_cell(step, cells: CellMap):
+def step_in_cell(step, cells: CellMap):
+    """An evidence step (:class:`~amp_lint.findings.Related`) of a notebook, its row moved into its cell."""
     from amp_lint.findings import Related
 
     cell, row = cells.locate(step.row)
@@ -346,7 +347,7 @@ def to_cells(findings: Sequence, cells: CellMap) -> list:
             fix = Fix(fix.applicability, fix.message,
                       tuple(Edit(e.content, move(e.location), move(e.end_location)) for e in fix.edits))
         noqa = cells.locate(finding.noqa_row)[1] if finding.noqa_row is not None else None
-        related = tuple(_in_cell(step, cells) if step.filename == finding.filename and step.cell is None else step
+        related = tuple(step_in_cell(step, cells) if step.filename == finding.filename and step.cell is None else step
                         for step in finding.related)
         out.append(dataclasses.replace(finding, cell=cell, location=Location(row, finding.location.column),
                                        end_location=move(finding.end_location), fix=fix, noqa_row=noqa,

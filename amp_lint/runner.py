@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, FrozenSet, Iterator, List, Optional, Sequence,
 from amp_lint.cache import Cache, content_digest
 from amp_lint.config import Settings, enabled_codes, ignored_for_path
 from amp_lint.data.catalog import ON_BY_DEFAULT, RESERVED_CODES, SYNTAX_ERROR_CODE
-from amp_lint.findings import FileReport, Finding, Related
+from amp_lint.findings import FileReport, Finding
 from amp_lint.source import SourceError, SourceFile, decode_source, write_atomic
 
 if TYPE_CHECKING:  # the engine (LibCST, the analysis, the rules) loads only when a file is analysed:
@@ -290,7 +290,7 @@ def in_cells(source: SourceFile, text: str, findings: List[Finding]) -> List[Fin
 def _evidence_in_cells(items: Sequence["_Input"]) -> None:
     """Evidence steps that point into a notebook from another file's finding, moved into their
     cells (``nb.ipynb:cell 2:1``, not the row of the module made of its cells)."""
-    from amp_lint.notebook import CellMap, NotebookSource
+    from amp_lint.notebook import CellMap, NotebookSource, step_in_cell
 
     maps = {item.source.path: CellMap.of(item.report.new_text or item.source.text)
             for item in items if isinstance(item.source, NotebookSource)}
@@ -299,14 +299,9 @@ def _evidence_in_cells(items: Sequence["_Input"]) -> None:
     for item in items:
         for index, finding in enumerate(item.report.findings):
             if any(step.cell is None and step.filename in maps for step in finding.related):
-                related = tuple(_step_in_cell(step, maps[step.filename]) if step.cell is None and step.filename
+                related = tuple(step_in_cell(step, maps[step.filename]) if step.cell is None and step.filename
                                 in maps else step for step in finding.related)
                 item.report.findings[index] = dataclasses.replace(finding, related=related)
-
-
-def _step_in_cell(step: Related, cells) -> Related:
-    cell, row = cells.locate(step.row)
-    return Related(step.filename, row, step.message, cell)
 
 
 def _cache_key(item: "_Input", settings: Settings) -> Tuple[str, str]:

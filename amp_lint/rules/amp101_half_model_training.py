@@ -5,7 +5,7 @@ import ast
 from typing import Dict, Tuple
 
 from amp_lint.findings import Applicability, Severity
-from amp_lint.rules._training import framework_precision, migration_plan, training_model
+from amp_lint.rules._training import migration_plan, training_model
 from amp_lint.rules.base import Invalid, Rule, Valid
 from amp_lint.semantics.torch_api import node_key, param_origins
 from amp_lint.semantics.values import BF16, F16, HALF, Origin, Scalar
@@ -190,19 +190,19 @@ class HalfModelTraining(Rule):
         return cache
 
     def _report_cast(self, node: ast.Call, origin: Origin) -> None:
-        dtype = "bfloat16" if self._dtype(node) == BF16 else "float16"
-        model = training_model(self.ctx)
-        steps = [s for s in model.steps if not s.scaled and s.apex_with is None
-                 and any(_trains(o, origin) for o in s.optimizers())]
+        default = origin.kind == "default_dtype"  # ``torch.set_default_dtype(torch.bfloat16)`` before the model
+        dtype = "bfloat16" if self._dtype(node.args[0] if default and node.args else node) == BF16 else "float16"
         fix, reason = None, "no training loop over this model was recognised in this file"
         if self.ctx.facts.cast_after_optimizer(origin):
             reason = "the optimizer was built before the cast"
         scaler = " with a `torch.amp.GradScaler`" if dtype == "float16" else ""
-        if origin.kind == "default_dtype":  # ``torch.set_default_dtype(torch.bfloat16)`` before the model
+        if default:
             reason = "the default dtype is set here; build the model in float32"
             message = (f"modules built after `{self.ctx.segment(node, 50)}` have {dtype} parameters and are trained "
                        f"without fp32 master weights; build them in float32 and use `torch.autocast`{scaler}")
         else:
+            steps = [s for s in training_model(self.ctx).steps if not s.scaled and s.apex_with is None
+                     and any(_trains(o, origin) for o in s.optimizers())]
             if len(steps) == 1:
                 fix, reason = migration_plan(
                     self.ctx, steps[0], f"Keep the model in fp32 and use autocast({dtype})"
@@ -216,10 +216,10 @@ class HalfModelTraining(Rule):
             message += f" (not migrated automatically: {reason})"
         self.report(node, message, fix=fix, precision_context="PURE_FP16" if dtype == "float16" else "PURE_BF16")
 
-    def _dtype(self, node: ast.Call) -> int:
+    def _dtype(self, node: ast.expr) -> int:
+        """The half dtype of the cast ``node`` (or of the dtype a default-dtype call is given)."""
         for obs in self.ctx.observations(node):
-            value = obs.value(node.args[0] if node.args and obs.value(node).__class__.__name__ == "Scalar"
-                              and self.ctx.qualified(node.func) in _DEFAULT_DTYPE_SETTERS else node)
+            value = obs.value(node)
             for option in getattr(value, "options", (value,)):
                 cast = getattr(option, "cast", 0) or getattr(option, "dtypes", 0)
                 if cast & HALF:
@@ -227,8 +227,6 @@ class HalfModelTraining(Rule):
         return F16
 
     def finish(self) -> None:
-        for kind, precision in framework_precision(self.ctx):
-            del kind, precision  # reported at the Trainer below
         for node in ast.walk(self.ctx.tree):
             if isinstance(node, ast.Call) and any(
                     isinstance(kw.value, ast.Constant) and kw.arg == "precision"
@@ -238,10 +236,6 @@ class HalfModelTraining(Rule):
                     self.report(node, "Lightning trains in pure low precision here (parameters and optimizer state "
                                       "in half, no fp32 master weights); use `precision=\"bf16-mixed\"` or "
                                       "`\"16-mixed\"`", precision_context="PURE_BF16")
-
-
-#: Calls whose half dtype (their argument) is the default that later modules are built in.
-_DEFAULT_DTYPE_SETTERS = ("torch.set_default_dtype", "torch.set_default_tensor_type")
 
 
 def _trains(optimizer, origin: Origin) -> bool:
