@@ -23,8 +23,9 @@ _TORCH = {"torch.mean": "mean", "torch.sum": "sum", "torch.var": "var", "torch.s
           "torch.var_mean": "var_mean", "torch.std_mean": "std_mean"}
 
 # Reductions whose result stays within the range of its inputs: their kernels accumulate in fp32, so an fp16
-# mean or std of finite values is finite (of 100 float16 values +-300, var is inf, std 301.5).
-_BOUNDED_BY_INPUT = {"mean", "std", "std_mean"}
+# mean or std of finite values is finite (of 100 float16 values +-300, var is inf, std 301.5), and a
+# logsumexp is at most its largest input plus log(n).
+_BOUNDED_BY_INPUT = {"mean", "std", "std_mean", "logsumexp"}
 # Norms square and sum in fp32 and round only the norm, at most sqrt(n) times the largest input: it is inf
 # only when the norm itself exceeds 65504 (measured, torch 2.13 CPU and 2.11 on an H200: 512 float16
 # values of 300 have norm 6788, 4096 values of 1000 have 64000). Over one dimension (a feature row,
@@ -37,6 +38,12 @@ _NORM_DIM_INDEX = {"method": 1, "function": 2}
 # values of abs >= 256 or so, which needs positive evidence, as for AMP204: values from a learned layer
 # (GEMM, convolution, embedding, model call) or parameters.
 _SQUARING = {"var", "var_mean"}
+# Sums accumulate in fp32 too and round only the total: n values of size a overflow once n*a > 65504, which
+# needs values that can be large (a learned layer's output or a parameter), as for var: a sum of mask
+# entries, pixels or noise counts or averages small values.
+_SUMS = {"sum", "cumsum"}
+# The reductions reported only with that evidence.
+_NEED_LARGE_VALUES = _SQUARING | _FP32_NORMS | _SUMS
 
 
 def squared_base(expr: ast.AST) -> Optional[ast.AST]:
@@ -99,11 +106,12 @@ class NormOrReductionInFp16(Rule):
     nor a norm over a dimension (`x / x.norm(dim=-1, keepdim=True)`): its kernel squares and sums in
     float32 and rounds only the norm, which is `inf` only above 65504 (512 float16 values of 300 have
     norm 6788; 4096 values of 1000 have 64000), and nothing static shows a row norm that large.
-    `var` overflows for values of abs >= 256 or so, and a norm of a whole tensor (no `dim`: a gradient
-    norm over millions of values, where an rms of 16 is enough) when its values are large; both need
-    positive evidence
+    `var` overflows for values of abs >= 256 or so, a norm of a whole tensor (no `dim`: a gradient
+    norm over millions of values, where an rms of 16 is enough) when its values are large, and a
+    `sum`/`cumsum` (whose kernels also accumulate in float32 and round only the totals) once n values
+    of size a pass n*a > 65504; all three need positive evidence
     that the values can be that large, as AMP204 does: the output of a learned layer (GEMM,
-    convolution, embedding, model call) or a parameter; the var of pixels or noise is not reported. Nor are
+    convolution, embedding, model call) or a parameter; the var of pixels or noise and the sum of a mask are not reported. Nor are
     bfloat16 values: bfloat16 has float32's range and the reduction kernels accumulate in float32.
 
     ## Why is this bad?
@@ -145,6 +153,13 @@ class NormOrReductionInFp16(Rule):
         feats = proj(torch.randn(8, 64, dtype=torch.float16))
         feats = feats / feats.norm(dim=-1, keepdim=True)
         rows = torch.linalg.vector_norm(feats, 2, -1)
+        """),
+        Valid("""
+        # sums of values no learned layer produced: a mask's count, noise (sums accumulate in fp32)
+        import torch
+        mask = (torch.rand(8, 512) > 0.5).half()
+        lengths = mask.sum(dim=-1)
+        total = torch.randn(1000, 64).half().sum(0)
         """),
         Valid("""
         # the var of values no learned layer produced (pixels, noise) stays small; norms accumulate in fp32
@@ -263,14 +278,20 @@ class NormOrReductionInFp16(Rule):
         ),
         Invalid(
             """
+            # summed log-probabilities of a 32,000-token vocabulary: about 10 each, 320,000 in all
             import torch
-            x = torch.randn(1000, 64).half()
-            total = x.sum(0)
+            import torch.nn.functional as F
+            head = torch.nn.Linear(64, 32000).half()
+            log_probs = F.log_softmax(head(torch.randn(8, 64, dtype=torch.float16)), dim=-1)
+            smoothed = -log_probs.sum(dim=-1)
             """,
             expected="""
+            # summed log-probabilities of a 32,000-token vocabulary: about 10 each, 320,000 in all
             import torch
-            x = torch.randn(1000, 64).half()
-            total = x.sum(0, dtype=torch.float32)
+            import torch.nn.functional as F
+            head = torch.nn.Linear(64, 32000).half()
+            log_probs = F.log_softmax(head(torch.randn(8, 64, dtype=torch.float16)), dim=-1)
+            smoothed = -log_probs.sum(dim=-1, dtype=torch.float32)
             """,
         ),
         Invalid(
@@ -327,8 +348,8 @@ class NormOrReductionInFp16(Rule):
             tensor = half_of(obs, source)
             if tensor is None or not tensor.dtypes & F16 or (obs.cuda_autocast and op in _CUDA_FP32):
                 continue  # bfloat16 cannot overflow here
-            if (op in _SQUARING or op in _FP32_NORMS) and squared is None and not (tensor.learned or tensor.param):
-                continue  # the var or norm of values no learned layer produced (pixels, noise) stays small
+            if op in _NEED_LARGE_VALUES and squared is None and not (tensor.learned or tensor.param):
+                continue  # the var, norm or sum of values no learned layer produced (masks, pixels, noise)
             site = found
             what = "mean of squares" if squared is not None else f"`{op}`"
             hazards.append(Hazard(obs, f"{what} computed {obs.where(tensor)}; it overflows above 65504 - compute it "
