@@ -1424,6 +1424,54 @@ def test_a_cache_of_tensors_in_a_module_dict_keeps_each_call_apart(tmp_path: Pat
     assert one(tmp_path, code, "# <-", "b") == ["tensor float32 (or unknown)"]
 
 
+def test_a_list_registry_filled_by_a_helper_function_holds_every_appended_instance(tmp_path: Path) -> None:
+    """``register(cls)`` appends ``cls()`` to a module's list (a chooser of model loaders): the list
+    holds each registered loader, so the one chosen by a loop over it loads the half model (before,
+    the append changed only the helper's own frame and the global list stayed empty)."""
+    code = """
+    import torch
+    from transformers import AutoModelForCausalLM
+    LOADERS = []
+    def register(cls):
+        LOADERS.append(cls())
+    class Plain:
+        def match(self, path):
+            return True
+        def load(self, path, kwargs):
+            return AutoModelForCausalLM.from_pretrained(path, **kwargs)
+    class Seq2Seq(Plain):
+        def match(self, path):
+            return "t5" in path
+    register(Seq2Seq)
+    register(Plain)
+    def pick(path):
+        for loader in LOADERS:
+            if loader.match(path):
+                return loader
+        raise ValueError(path)
+    def main(path):
+        model = pick(path).load(path, {"torch_dtype": torch.float16})
+        probs = torch.softmax(model(torch.tensor([[1, 2]])).logits, dim=-1)  # <-
+    main("x")
+    """
+    assert one(tmp_path, code, "# <-", "probs") == ["tensor float16"]
+
+
+def test_a_list_of_tensors_appended_by_a_function_stays_local_to_the_call(tmp_path: Path) -> None:
+    """Appending a tensor to a module's list inside a function is no registry: a later float32 call
+    does not read the half tensor of an earlier call."""
+    code = """
+    import torch
+    SEEN = []
+    def remember(x):
+        SEEN.append(x * 2)
+        return SEEN[-1]
+    a = remember(torch.randn(4).half())
+    b = remember(torch.randn(4))  # <-
+    """
+    assert one(tmp_path, code, "# <-", "b") == ["tensor float32"]
+
+
 def _project_codes(tmp_path: Path) -> List[str]:
     """``relpath:line: CODE`` of each finding of ``amp-lint check`` on the project at ``tmp_path``."""
     result = subprocess.run([sys.executable, "-m", "amp_lint", "check", "--isolated", "--no-cache",

@@ -1556,11 +1556,32 @@ def python_method(interp: "Interpreter", frame: "Frame", receiver: Value, name: 
         if name in ("append", "extend", "insert") and positional and isinstance(node, ast.Call) \
                 and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
             added = positional[-1] if name != "extend" or _is_parameters(positional[-1]) else element(positional[-1])
-            frame.env[node.func.value.id] = Coll(join(element(receiver), added)) if element(receiver) is not UNKNOWN \
+            grown = Coll(join(element(receiver), added)) if element(receiver) is not UNKNOWN \
                 or isinstance(receiver, Coll) else Coll(added)
+            target = node.func.value.id
+            if target in frame.env or frame.info is None:
+                frame.env[target] = grown
+            elif _kept_by_registry(added):
+                # a module's list of classes, functions or their instances filled by a function
+                # (``register_adapter(cls)`` appends ``cls()``): every append is kept, as for a dict
+                # registry. Other values (tensors) stay local to the call.
+                genv = interp.global_env(frame.module)
+                kept = genv.get(target)
+                if isinstance(kept, (Seq, Coll)):
+                    genv[target] = Coll(join(element(kept), added)) if element(kept) is not UNKNOWN \
+                        or isinstance(kept, Coll) else Coll(added)
+            else:
+                frame.env[target] = grown
             return NONE
         return UNKNOWN
     return UNKNOWN
+
+
+def _kept_by_registry(value: Value) -> bool:
+    """Whether a value is what a registry keeps: project classes, functions or instances of them."""
+    found = options(value)
+    return bool(found) and all(isinstance(o, (ClassVal, FuncVal, Instance)) or isinstance(o, Module)
+                               and isinstance(o.cls, ClassVal) for o in found)
 
 
 def _dict_after(receiver: DictVal, name: str, positional: List[Value], kwargs: Dict[str, Value]) -> DictVal:
