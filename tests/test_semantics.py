@@ -45,6 +45,11 @@ def one(tmp_path: Path, code: str, marker: str, expression: str) -> List[str]:
     return value_of(tmp_path, {"m.py": code}, "m.py", marker, expression)
 
 
+def _line_of(code: str, marker: str) -> int:
+    """The line of ``code`` (as ``_codes`` writes it) holding ``marker``."""
+    return next(i for i, text in enumerate(textwrap.dedent(code).lstrip("\n").splitlines(), 1) if marker in text)
+
+
 def _codes(tmp_path: Path, code: str) -> List[str]:
     """``line: CODE`` of each finding of ``amp-lint check`` on ``code`` (as ``m.py``)."""
     (tmp_path / "m.py").write_text(textwrap.dedent(code).lstrip("\n"), encoding="utf-8")
@@ -1422,6 +1427,67 @@ def test_a_cache_of_tensors_in_a_module_dict_keeps_each_call_apart(tmp_path: Pat
     b = basis(torch.randn(4, 4))  # <-
     """
     assert one(tmp_path, code, "# <-", "b") == ["tensor float32 (or unknown)"]
+
+
+def test_a_widened_context_does_not_answer_a_call_without_half_arguments(tmp_path: Path) -> None:
+    """Past its exact contexts a function is analysed once for the join of further calls' arguments.
+    A call whose own argument carries no half evidence is not answered by that widened context when
+    the join holds other calls' half tensors: their half result would be false evidence here (before,
+    the unknown batch of ``run`` came out float16 "because" of a cast at a call elsewhere)."""
+    code = """
+    import sys
+    import torch
+    def scale(x, k):
+        return x * k
+    a1 = scale(torch.randn(2).half(), 1)
+    a2 = scale(torch.randn(2).half(), 2)
+    a3 = scale(torch.randn(2).half(), 3)
+    a4 = scale(torch.randn(2).half(), 4)
+    a5 = scale(torch.randn(2).half(), 5)
+    a6 = scale(torch.randn(2).half(), 6)
+    a7 = scale(torch.randn(2).half(), 7)
+    a8 = scale(torch.randn(2).half(), 8)
+    a9 = scale(torch.load(sys.argv[1]), 9)
+    a10 = scale(torch.randn(2).half(), 10)
+    a11 = scale(torch.randn(2).half(), 11)
+    a12 = scale(torch.randn(2).half(), 12)
+    def run(batch):
+        out = scale(batch, 100)  # <-
+        return out
+    run(torch.load(sys.argv[2]))
+    """
+    assert one(tmp_path, code, "# <-", "out") == ["unknown"]
+
+
+def test_a_registry_of_many_classes_keeps_each_class(tmp_path: Path) -> None:
+    """A registry of nine architectures read with a key from the command line may hold any of the
+    nine classes: each is built and its forward runs on the half model (before, a union of more
+    than six classes became unknown and the model was lost)."""
+    heads = "\n".join(f"""
+    @register("arch{i}")
+    class Arch{i}(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(8, 8)
+        def forward(self, x):
+            return self.proj(x){".softmax(-1)  # <- softmax" if i == 4 else ""}
+    """ for i in range(9))
+    code = f"""
+    import sys
+    import torch
+    ARCHS = {{}}
+    def register(name):
+        def add(cls):
+            ARCHS[name] = cls
+            return cls
+        return add
+    {textwrap.indent(textwrap.dedent(heads), "    ").strip()}
+    def main(arch):
+        model = ARCHS[arch]().half()
+        return model(torch.randn(2, 8).half())
+    main(sys.argv[1])
+    """
+    assert _codes(tmp_path, code) == [f"{_line_of(code, '# <- softmax')}: AMP201"]
 
 
 def test_a_list_registry_filled_by_a_helper_function_holds_every_appended_instance(tmp_path: Path) -> None:

@@ -5,8 +5,9 @@ function analyses its body for that calling context - the argument values, the r
 autocast state - and memoises the result, so a function is analysed once per distinct context (at
 most :data:`MAX_CONTEXTS`; past that, contexts are widened by joining their arguments, a module
 receiver apart; a context widened :data:`MAX_WIDENINGS` times answers only the calls whose
-arguments it covers, another call gets a context of its own, up to :data:`MAX_EXACT_CONTEXTS`,
-and past those an unknown result). A summary
+arguments it covers and, when its arguments carry half evidence, only calls whose own arguments do
+too; another call gets a context of its own, up to :data:`MAX_EXACT_CONTEXTS`, and past those an
+unknown result). A summary
 remembers which classes' instance fields it read, its callees' included; when one of those fields
 changes later (a wrapper's ``self.module`` gets another class), the next call in that context
 analyses it again. Functions no analysed code reaches are analysed once at the end with unknown
@@ -40,7 +41,7 @@ from amp_lint.semantics.program import ClassInfo, FunctionInfo, ModuleIndex, Nam
 from amp_lint.semantics.values import (
     BOOL, F16, F32, FLOATS, HALF, NONE, OPEN_KEYS, UNKNOWN, Builtin, ClassVal, Coll, DictVal, DType, Ext, FuncVal, Star,
     Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Union, Value, covers, element, join, options,
-    shape,
+    carries_half, registry_join, shape,
     with_condition, without_condition,
 )
 
@@ -909,7 +910,7 @@ class Interpreter:
                     # dtype) stay local: a join over unknown keys would mix what the keys keep apart
                     genv = self.global_env(frame.module)
                     if isinstance(genv.get(name), DictVal):
-                        items[key] = join(items.get(key), value)
+                        items[key] = registry_join((items.get(key), value))
                         genv[name] = DictVal(tuple(items.items()))
         elif isinstance(target, ast.Starred):
             self.bind(target.value, value, frame)
@@ -1003,7 +1004,7 @@ class Interpreter:
                 values = tuple(v for k, v in container.items if k is None)
             else:
                 values = tuple(v for _, v in container.items)
-            return element(Seq(values)) if values else UNKNOWN
+            return registry_join(values) if values else UNKNOWN
         if isinstance(container, Module):  # a child of ModuleList/Sequential/ParameterList follows its cast
             if container.items:
                 key = index.value if isinstance(index, Scalar) and isinstance(index.value, int) else None
@@ -1563,7 +1564,11 @@ class Interpreter:
                 # another call is analysed in its own context (below) while the function has some
                 # left (:data:`MAX_EXACT_CONTEXTS`), else its result is unknown - another context's
                 # result would be false evidence
-                if all(covers(w, p) for w, p in zip(wide[0], params)):
+                # A call whose arguments carry no half evidence is not answered by a context
+                # widened with half arguments of other calls: their half results would be false
+                # evidence here (a benchmark script's half input showing up in the training script)
+                if all(covers(w, p) for w, p in zip(wide[0], params)) \
+                        and not (any(carries_half(w) for w in wide[0]) and not any(carries_half(p) for p in params)):
                     found = self.memo.get((id(info), wide[0], state))
                     if found is not None and self.reading is not None:
                         self.reading.update(found.reads)

@@ -26,7 +26,7 @@ Values are immutable and hashable (they key the memo of function analyses).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, FrozenSet, Iterable, Iterator, Optional, Tuple
+from typing import Any, FrozenSet, Iterable, Iterator, List, Optional, Tuple
 
 # -- dtypes as bits ------------------------------------------------------------------------------
 BOOL, INT, F16, BF16, F32, F64 = 1, 2, 4, 8, 16, 32
@@ -381,18 +381,27 @@ class Union(Value):
 
     options: FrozenSet[Value] = field(default_factory=frozenset)
     ordered: Tuple[Value, ...] = field(default=(), compare=False, hash=False, repr=False)
+    #: read from a registry (:func:`registry_join`): it may hold up to :data:`REGISTRY_UNION_LIMIT`
+    #: project classes, and so may what it joins
+    wide: bool = field(default=False, compare=False, hash=False, repr=False)
 
 
-def union_of(members: Iterable[Value]) -> Union:
+def union_of(members: Iterable[Value], wide: bool = False) -> Union:
     """A Union of ``members`` (distinct, at least two) in their order."""
     ordered = tuple(dict.fromkeys(members))
-    return Union(frozenset(ordered), ordered)
+    return Union(frozenset(ordered), ordered, wide)
 
 
 UNION_LIMIT = 6
 #: modules (or methods bound to them) a value may hold besides: a factory's branches build one of a
 #: dozen heads, and each stays a class whose forward can be run
 MODULE_UNION_LIMIT = 12
+#: project classes a value may hold besides: what a registry of models or tasks keeps (one class per
+#: architecture, a hundred in a model zoo), each still instantiated and run where it is called.
+#: Instances and bound methods are not widened so: a value that may be any of a hundred subclasses'
+#: instances (a compiler's variable trackers) makes every method call run each override (measured:
+#: the project phase on torch's first 250 files took 12 times as long)
+REGISTRY_UNION_LIMIT = 128
 
 
 @dataclass(frozen=True, eq=False)
@@ -445,19 +454,27 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
         return b if b is not None else UNKNOWN
     if b is None or a is b or a == b:
         return a
+    wide = isinstance(a, Union) and a.wide or isinstance(b, Union) and b.wide
     if a is UNKNOWN:
-        return b.with_unknown() if not isinstance(b, Union) else _union(options(b) + (UNKNOWN,))
+        return b.with_unknown() if not isinstance(b, Union) else _union(options(b) + (UNKNOWN,), wide)
     if b is UNKNOWN:
-        return a.with_unknown() if not isinstance(a, Union) else _union(options(a) + (UNKNOWN,))
+        return a.with_unknown() if not isinstance(a, Union) else _union(options(a) + (UNKNOWN,), wide)
     ta, tb = type(a), type(b)
     if ta is tb and ta is not Union:
         merged = _join_same(a, b)
         if merged is not None:
             return merged
-    return _union(options(a) + options(b))
+    return _union(options(a) + options(b), wide)
 
 
-def _union(values: Iterable[Value]) -> Value:
+def registry_join(values: Iterable[Optional[Value]]) -> Value:
+    """The join of what a registry keeps (a dict or list of classes, stored under keys nobody knows):
+    up to :data:`REGISTRY_UNION_LIMIT` project classes stay, where another join keeps six."""
+    found = [o for v in values if v is not None for o in options(v)]
+    return _union(found, True) if found else UNKNOWN
+
+
+def _union(values: Iterable[Value], wide: bool = False) -> Value:
     """A Union of ``values``, members of the same kind merged (one value per kind)."""
     members: list = []
     for value in values:
@@ -472,12 +489,26 @@ def _union(values: Iterable[Value]) -> Value:
                 members.append(value)
     if len(members) == 1:
         return members[0]
-    modules = sum(1 for m in members if _of_a_module(m))
-    if len(members) > UNION_LIMIT and (modules <= 1 or modules > MODULE_UNION_LIMIT
-                                       or len(members) - modules + 1 > UNION_LIMIT):
+    if len(members) > UNION_LIMIT and not _kept_wide(members, wide):
         tensors = [m for m in members if isinstance(m, Tensor)]
         return tensors[0].with_unknown() if len(tensors) == 1 else UNKNOWN
-    return union_of(members)
+    return union_of(members, wide)
+
+
+def _kept_wide(members: List[Value], wide: bool) -> bool:
+    """Whether a union of more than :data:`UNION_LIMIT` members is kept: modules (at most
+    :data:`MODULE_UNION_LIMIT`) and, in a registry's union, project classes (at most
+    :data:`REGISTRY_UNION_LIMIT`) count as one member each beside the others."""
+    modules = sum(1 for m in members if _of_a_module(m))
+    registered = sum(1 for m in members if _registered(m)) if wide else 0
+    others = len(members) - modules - registered
+    return modules <= MODULE_UNION_LIMIT and registered <= REGISTRY_UNION_LIMIT \
+        and others + (modules > 0) + (registered > 0) <= UNION_LIMIT
+
+
+def _registered(value: Value) -> bool:
+    """A project class (what a registry of architectures keeps)."""
+    return isinstance(value, ClassVal)
 
 
 def _of_a_module(value: Value) -> bool:
@@ -639,6 +670,24 @@ def tensor_dtypes(value: Value) -> Tuple[int, bool]:
             unknown = unknown or u
         return dt, unknown
     return 0, True
+
+
+def carries_half(value: Value, depth: int = 2) -> bool:
+    """Whether ``value`` carries evidence of half precision: a tensor that may be half (or went
+    through half ops), a module cast to half, or such an item of a tuple, list or dict."""
+    for option in options(value):
+        if isinstance(option, Tensor) and option.low_graph & HALF:
+            return True
+        if isinstance(option, Module) and option.cast & HALF:
+            return True
+        if depth and isinstance(option, Seq) and any(carries_half(v, depth - 1) for v in option.items):
+            return True
+        if depth and isinstance(option, Coll) and (carries_half(option.elem, depth - 1)
+                                                   or any(carries_half(v, depth - 1) for v in option.prefix)):
+            return True
+        if depth and isinstance(option, DictVal) and any(carries_half(v, depth - 1) for _, v in option.items):
+            return True
+    return False
 
 
 def half_tensor(value: Value) -> Optional[Tensor]:
