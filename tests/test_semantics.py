@@ -1429,6 +1429,24 @@ def test_a_cache_of_tensors_in_a_module_dict_keeps_each_call_apart(tmp_path: Pat
     assert one(tmp_path, code, "# <-", "b") == ["tensor float32 (or unknown)"]
 
 
+def test_unpacking_skips_the_none_a_loader_may_return(tmp_path: Path) -> None:
+    """``out, tok = load(path)`` where ``load`` returns a pair or None: unpacking None raises, so
+    the targets get the pair's items (before, the None made both unknown)."""
+    code = """
+    import sys
+    import torch
+    def load(path):
+        if path.endswith(".bin"):
+            return None
+        return torch.randn(2, 4).half(), "tok"
+    def main(path):
+        out, tok = load(path)  # <-
+        return out
+    main(sys.argv[1])
+    """
+    assert one(tmp_path, code, "# <-", "out") == ["tensor float16"]
+
+
 def test_a_widened_context_does_not_answer_a_call_without_half_arguments(tmp_path: Path) -> None:
     """Past its exact contexts a function is analysed once for the join of further calls' arguments.
     A call whose own argument carries no half evidence is not answered by that widened context when

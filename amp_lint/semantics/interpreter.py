@@ -1974,6 +1974,10 @@ def _literal_dtype(value: Value) -> bool:
             and not value.unknown)
 
 
+#: Scalar kinds that ``a, b = value`` cannot unpack (TypeError)
+_NOT_ITERABLE = frozenset({"none", "int", "float", "bool", "num"})
+
+
 def unpack_targets(value: Value, count: int, star: Optional[int]) -> Optional[List[Value]]:
     """What each of ``count`` unpacking targets gets (``star``: the index of the starred one, which
     gets a sequence), where the value's length or its leading items are known; None where not.
@@ -1981,6 +1985,8 @@ def unpack_targets(value: Value, count: int, star: Optional[int]) -> Optional[Li
     if isinstance(value, Union):
         out: Optional[List[Value]] = None
         for option in options(value):
+            if isinstance(option, Scalar) and option.kind in _NOT_ITERABLE:
+                continue  # unpacking None or a number raises: that path assigns nothing
             got = unpack_targets(option, count, star)
             if got is None:
                 return None
