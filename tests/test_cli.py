@@ -477,7 +477,7 @@ def test_many_files_are_one_program(project: Path) -> None:
 
 
 HALF_TOY = """import torch
-x = torch.randn(1000, 64).half()
+x = torch.nn.Linear(64, 64).half()(torch.randn(1000, 64).half())
 total = x.sum(0)
 scores = x.masked_fill(x > 0, -1e9)
 """

@@ -109,7 +109,7 @@ def test_fix_changes_only_the_sources_it_fixes(notebook: Path) -> None:
         assert isinstance(b["source"], list) == isinstance(a["source"], list)
     assert new["metadata"] == old["metadata"]
     assert new["cells"][6]["source"][2] == "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)\n"
-    assert new["cells"][6]["source"][-1] == "probs.sum(dtype=torch.float32)"  # no newline added
+    assert new["cells"][6]["source"][-1] == "scores.sum(dtype=torch.float32)"  # no newline added
     assert new["cells"][4]["source"] == old["cells"][4]["source"]  # magics and shell lines untouched
     assert new["cells"][8]["source"][0] == "%%time\n"
     # Byte for byte: re-serialising the new content in the original's layout gives the file.
