@@ -471,7 +471,9 @@ def registry_join(values: Iterable[Optional[Value]]) -> Value:
     """The join of what a registry keeps (a dict or list of classes, stored under keys nobody knows):
     up to :data:`REGISTRY_UNION_LIMIT` project classes stay, where another join keeps six."""
     found = [o for v in values if v is not None for o in options(v)]
-    return _union(found, True) if found else UNKNOWN
+    known = [o for o in found if o is not UNKNOWN]
+    out = _union(known, True) if known else UNKNOWN
+    return join(out, UNKNOWN) if len(known) < len(found) and known else out  # as join treats unknown
 
 
 def _union(values: Iterable[Value], wide: bool = False) -> Value:
