@@ -422,9 +422,9 @@ def explain_command(location: str, config_file: Optional[str], isolated: bool, o
 
     path, _, line = location.rpartition(":")
     cell = None
-    if path.rpartition(":")[2].startswith("cell ") and path.rpartition(":")[2][5:].isdigit():
-        path, _, cell_text = path.rpartition(":")  # ``nb.ipynb:cell 3:2``, as findings in notebooks say
-        cell = int(cell_text[5:])
+    head, _, cell_text = path.rpartition(":")
+    if cell_text.startswith("cell ") and cell_text[5:].isdigit():  # ``nb.ipynb:cell 3:2``, as findings say
+        path, cell = head, int(cell_text[5:])
     if not path or not line.isdigit():
         raise _fail(f"{location!r}: expected FILE:LINE (in a notebook also FILE:cell N:LINE)")
     if not Path(path).is_file():

@@ -298,9 +298,9 @@ def _evidence_in_cells(items: Sequence["_Input"]) -> None:
         return
     for item in items:
         for index, finding in enumerate(item.report.findings):
-            if any(step.cell is None and step.filename in maps for step in finding.related):
-                related = tuple(step_in_cell(step, maps[step.filename]) if step.cell is None and step.filename
-                                in maps else step for step in finding.related)
+            related = tuple(step_in_cell(step, maps[step.filename]) if step.cell is None and step.filename in maps
+                            else step for step in finding.related)
+            if related != finding.related:
                 item.report.findings[index] = dataclasses.replace(finding, related=related)
 
 

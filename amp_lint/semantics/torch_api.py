@@ -1556,25 +1556,26 @@ def python_method(interp: "Interpreter", frame: "Frame", receiver: Value, name: 
         if name in ("append", "extend", "insert") and positional and isinstance(node, ast.Call) \
                 and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
             added = positional[-1] if name != "extend" or _is_parameters(positional[-1]) else element(positional[-1])
-            grown = Coll(join(element(receiver), added)) if element(receiver) is not UNKNOWN \
-                or isinstance(receiver, Coll) else Coll(added)
             target = node.func.value.id
-            if target in frame.env or frame.info is None:
-                frame.env[target] = grown
-            elif _kept_by_registry(added):
+            if target not in frame.env and frame.info is not None and _kept_by_registry(added):
                 # a module's list of classes, functions or their instances filled by a function
                 # (``register_adapter(cls)`` appends ``cls()``): every append is kept, as for a dict
                 # registry. Other values (tensors) stay local to the call.
                 genv = interp.global_env(frame.module)
-                kept = genv.get(target)
-                if isinstance(kept, (Seq, Coll)):
-                    genv[target] = Coll(join(element(kept), added)) if element(kept) is not UNKNOWN \
-                        or isinstance(kept, Coll) else Coll(added)
+                if isinstance(genv.get(target), (Seq, Coll)):
+                    genv[target] = _grown(genv[target], added)
             else:
-                frame.env[target] = grown
+                frame.env[target] = _grown(receiver, added)
             return NONE
         return UNKNOWN
     return UNKNOWN
+
+
+def _grown(container: Value, added: Value) -> Coll:
+    """A list after ``added`` was appended to it (a tuple of unknown items becomes a list of ``added``)."""
+    if element(container) is not UNKNOWN or isinstance(container, Coll):
+        return Coll(join(element(container), added))
+    return Coll(added)
 
 
 def _kept_by_registry(value: Value) -> bool:
