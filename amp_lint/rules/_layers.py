@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Any, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
 from amp_lint.data.tensor_cores import EMBEDDING, GEMM_LAYERS, LM_HEAD_TARGETS, VOCAB_HINTS
 from amp_lint.engine.checker import CheckContext
@@ -24,6 +24,19 @@ class LayerDim:
     target: str  # text of the assignment target, "" when none
     value: Optional[int]  # the size, when every context agrees on one
     literal: Optional[ast.AST]  # the literal defining it, when it is one literal of this file
+    #: the sizes contexts disagree on (a factory per configuration), each with the call site that
+    #: built the layer with it (``models.py:240``); empty when ``value`` is known or nothing is
+    per_context: Tuple[Tuple[int, str], ...] = ()
+
+    def sizes(self) -> Set[int]:
+        """Every known size: the agreed one, or those the contexts disagree on."""
+        return {self.value} if self.value is not None else {size for size, _ in self.per_context}
+
+    def misaligned(self, alignment: int, floor: int = 1) -> List[Tuple[int, str]]:
+        """The known sizes (with where, "" when every context agrees) that are at least ``floor``
+        and not a multiple of ``alignment``."""
+        sizes = [(self.value, "")] if self.value is not None else list(self.per_context)
+        return [(size, where) for size, where in sizes if size >= floor and size % alignment]
 
 
 def layer_dims(ctx: CheckContext, node: ast.Call) -> Iterator[LayerDim]:
@@ -45,14 +58,39 @@ def layer_dims(ctx: CheckContext, node: ast.Call) -> Iterator[LayerDim]:
         if expr is None:
             continue
         value, literal = _resolve(ctx, observations, expr)
-        yield LayerDim(node, qualified, role, expr, target, value, literal)
+        per_context = () if value is not None else _per_context(observations, expr)
+        yield LayerDim(node, qualified, role, expr, target, value, literal, per_context)
+
+
+def _size(value: Any) -> Optional[int]:
+    if isinstance(value, Scalar) and isinstance(value.value, int) and not isinstance(value.value, bool):
+        return value.value
+    return None
+
+
+def _per_context(observations, expr: ast.AST) -> Tuple[Tuple[int, str], ...]:
+    """The distinct sizes the contexts calling the constructor with known arguments give, each
+    with where the first such context got it: the literal defining it (an argparse default), else
+    the call that built the layer with it (the factory that picks it)."""
+    found: Dict[int, str] = {}
+    for obs in observations:
+        value = obs.value(expr)
+        size = _size(value)
+        if size is None or size in found:
+            continue
+        if value.site is not None and hasattr(value.site[1], "lineno"):
+            found[size] = f"set at {value.site[0]}:{value.site[1].lineno}"
+        elif obs.record.stack:
+            found[size] = f"built at {obs.record.stack[-1].path}:{obs.record.stack[-1].line}"
+        else:
+            found[size] = ""
+    return tuple(sorted(found.items())) if len(found) > 1 else ()
 
 
 def _resolve(ctx: CheckContext, observations, expr: ast.AST) -> Tuple[Optional[int], Optional[ast.AST]]:
     values = [obs.value(expr) for obs in observations]
-    numbers = {v.value for v in values if isinstance(v, Scalar) and isinstance(v.value, int)
-               and not isinstance(v.value, bool)}
-    if len(numbers) != 1 or not all(isinstance(v, Scalar) and v.value in numbers for v in values):
+    numbers = {_size(v) for v in values} - {None}
+    if len(numbers) != 1 or not all(_size(v) in numbers for v in values):
         return None, None
     sites = {id(v.site[1]) if v.site else None for v in values if isinstance(v, Scalar)}
     site: Any = values[0].site if isinstance(values[0], Scalar) else None

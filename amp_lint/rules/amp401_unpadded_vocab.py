@@ -29,7 +29,8 @@ class UnpaddedVocab(Rule):
     Finds a language-model head `nn.Linear(d, V)` (or an `nn.Embedding(V, d)` whose weight is tied
     to the output projection) whose vocabulary size `V` is statically known - a literal, a module
     constant, simple arithmetic, an argparse `default=`, a dataclass/config default - and is not
-    a multiple of 8.
+    a multiple of 8. When the calls that build the model give different known sizes, each is
+    checked.
 
     ## Why is this bad?
     The LM head is usually the largest GEMM of the model. fp16/bf16 Tensor Core kernels want every
@@ -75,6 +76,26 @@ class UnpaddedVocab(Rule):
         """),
     ]
     INVALID = [
+        Invalid(
+            """
+            # one of the two tokenizers the builder picks has a misaligned vocabulary
+            import torch
+            import torch.nn as nn
+            class Decoder(nn.Module):
+                def __init__(self, vocab_size):
+                    super().__init__()
+                    self.lm_head = nn.Linear(512, vocab_size)
+                def forward(self, h):
+                    return self.lm_head(h)
+            def build(tokenizer):
+                if tokenizer == "sentencepiece":
+                    return Decoder(32000)
+                return Decoder(50257)
+            def generate(tokenizer, h):
+                with torch.autocast("cuda"):
+                    return build(tokenizer)(h)
+            """,
+        ),
         Invalid(
             """
             from dataclasses import dataclass
@@ -204,36 +225,35 @@ class UnpaddedVocab(Rule):
             self.tied.update({ast.unparse(target.value), ast.unparse(value.value)})
 
     def finish(self) -> None:
-        head_sizes = set()
+        head_sizes: Set[int] = set()
         for dim in self.heads:
-            value = self._check(dim, "LM-head")
-            if value is not None:
-                head_sizes.add(value)
+            head_sizes.update(self._check(dim, "LM-head"))
         for dim in self.embeddings:
             tied = dim.target in self.tied or (bool(self.tied) and is_vocab_dim(self.ctx, dim))
-            if not tied or dim.role != "in" or dim.value is None or dim.value in head_sizes:
+            if not tied or dim.role != "in" or not dim.sizes() or dim.sizes() <= head_sizes:
                 continue
             self._check(dim, "tied embedding")
 
-    def _check(self, dim: LayerDim, what: str) -> Optional[int]:
-        value = dim.value
-        if value is None:
-            return None
-        if value <= 0 or value % ALIGNMENT == 0 or not runs_in_half(self.ctx, dim):
-            return value
-        padded = round_up(value, SUGGESTED_VOCAB_MULTIPLE)
+    def _check(self, dim: LayerDim, what: str) -> Set[int]:
+        """Report ``dim`` when a size it has is misaligned; the sizes it has."""
+        misaligned = [(size, where) for size, where in dim.misaligned(ALIGNMENT) if size > 0]
+        if not misaligned or not runs_in_half(self.ctx, dim):
+            return dim.sizes()
         plan = None
         literal = dim.literal
-        if literal is not None:
+        if dim.value is not None and literal is not None:
+            padded = round_up(dim.value, SUGGESTED_VOCAB_MULTIPLE)
             plan = FixPlan(f"Pad the vocabulary to {padded}", Applicability.UNSAFE,
                            lambda fctx: _replace_literal(fctx, literal, padded, f"Pad the vocabulary to {padded}"))
+        sizes = " or ".join(f"{size} ({where})" if where else str(size) for size, where in misaligned)
+        padded_text = " or ".join(str(round_up(size, SUGGESTED_VOCAB_MULTIPLE)) for size, _ in misaligned)
         self.report(
             dim.call,
-            f"Vocabulary size {value} of this {what} is not a multiple of {ALIGNMENT}; "
-            f"pad it to {padded} (a multiple of {SUGGESTED_VOCAB_MULTIPLE}) for Tensor Core GEMMs",
+            f"Vocabulary size {sizes} of this {what} is not a multiple of {ALIGNMENT}; "
+            f"pad it to {padded_text} (a multiple of {SUGGESTED_VOCAB_MULTIPLE}) for Tensor Core GEMMs",
             fix=plan,
         )
-        return value
+        return dim.sizes()
 
 
 def _replace_literal(fctx: FixContext, literal: ast.AST, value: int, title: str) -> Optional[CstFix]:

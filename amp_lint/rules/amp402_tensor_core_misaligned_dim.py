@@ -23,7 +23,9 @@ class TensorCoreMisalignedDim(Rule):
     ## What it does
     Finds `nn.Linear` and `nn.Conv*d` layers whose input or output size is statically known,
     at least `min-dim` (default 128), and not a multiple of 8. Vocabulary-sized heads are
-    AMP401's business and are not reported here.
+    AMP401's business and are not reported here. When the calls that build the layer give it
+    different known sizes (one factory per model size, an argparse default and a self-test),
+    each size is checked, and the message says where a misaligned one was set or built.
 
     ## Why is this bad?
     In fp16/bf16 the layer's GEMM runs on Tensor Cores most efficiently when M, N and K are
@@ -63,8 +65,45 @@ class TensorCoreMisalignedDim(Rule):
         import torch.nn as nn
         layer = nn.Linear(300, 512)
         """, settings={"min_dim": 512}),
+        Valid("""
+        # the factories disagree on the width, but every width they pick is aligned
+        import torch
+        import torch.nn as nn
+        class Head(nn.Module):
+            def __init__(self, width):
+                super().__init__()
+                self.proj = nn.Linear(width, 2 * width)
+            def forward(self, x):
+                return self.proj(x)
+        BUILDERS = {"small": lambda: Head(256), "large": lambda: Head(1024)}
+        def run(name, x):
+            with torch.autocast("cuda"):
+                return BUILDERS[name]()(x)
+        """),
     ]
     INVALID = [
+        Invalid(
+            """
+            # one configuration (the 14-pixel patches) gives 14 * 14 * 3 = 588 outputs
+            import torch
+            import torch.nn as nn
+            class PatchDecoder(nn.Module):
+                def __init__(self, patch=16, channels=3, width=512):
+                    super().__init__()
+                    self.to_pixels = nn.Linear(width, patch * patch * channels)
+                def forward(self, x):
+                    return self.to_pixels(x)
+            def decoder_p16():
+                return PatchDecoder(patch=16)
+            def decoder_p14():
+                return PatchDecoder(patch=14)
+            FACTORIES = {"p16": decoder_p16, "p14": decoder_p14}
+            def train(name, x):
+                model = FACTORIES[name]()
+                with torch.autocast("cuda"):
+                    return model(x)
+            """,
+        ),
         Invalid(
             """
             import torch.nn as nn
@@ -100,21 +139,24 @@ class TensorCoreMisalignedDim(Rule):
     def finish(self) -> None:
         min_dim = self.ctx.settings.min_dim
         for dim in self.dims:
-            value = dim.value
-            if value is None or value < min_dim or value % ALIGNMENT == 0 or not runs_in_half(self.ctx, dim):
+            misaligned = dim.misaligned(ALIGNMENT, min_dim)
+            if not misaligned or not runs_in_half(self.ctx, dim):
                 continue
             plan = None
             literal = dim.literal
-            if literal is not None and literal is not dim.expr:
-                target = round_up(value, ALIGNMENT)
+            if dim.value is not None and literal is not None and literal is not dim.expr:
+                target = round_up(dim.value, ALIGNMENT)
                 title = f"Round the shared size up to {target}"
                 plan = FixPlan(title, Applicability.UNSAFE,
                                lambda fctx, literal=literal, target=target, title=title: _replace_literal(
                                    fctx, literal, target, title))
             layer = dim.layer.rsplit(".", 1)[-1]
+            sizes = " or ".join(f"{value} ({where})" if where else str(value)
+                                for value, where in misaligned)
+            suggested = " or ".join(str(round_up(value, ALIGNMENT)) for value, _ in misaligned)
             self.report(
                 dim.call,
-                f"{layer} {dim.role}put size {value} is not a multiple of {ALIGNMENT}; "
-                f"Tensor Core GEMMs run slower (use {round_up(value, ALIGNMENT)})",
+                f"{layer} {dim.role}put size {sizes} is not a multiple of {ALIGNMENT}; "
+                f"Tensor Core GEMMs run slower (use {suggested})",
                 fix=plan,
             )
