@@ -1541,6 +1541,68 @@ def test_a_list_registry_filled_by_a_helper_function_holds_every_appended_instan
     assert one(tmp_path, code, "# <-", "probs") == ["tensor float16"]
 
 
+def test_a_registry_of_many_instances_dispatches_a_method_to_each(tmp_path: Path) -> None:
+    """A module's list filled with instances of nine project classes (more than a plain join keeps):
+    a method called on the one a loop picks runs each class's override, so the override that loads
+    the model in half is seen (before, the instances past six collapsed to unknown)."""
+    classes = "\n".join(
+        f"""
+    class Reader{i}(Base):
+        def match(self, name):
+            return name == "r{i}"
+    register(Reader{i})""" for i in range(8))
+    code = """
+    import sys
+    import torch
+    from transformers import AutoModel
+    READERS = []
+    def register(cls):
+        READERS.append(cls())
+    class Base:
+        def match(self, name):
+            return False
+        def open(self, name):
+            return AutoModel.from_pretrained(name), "tokenizer"
+    class HalfReader(Base):
+        def match(self, name):
+            return name.endswith("-fp16")
+        def open(self, name):
+            return AutoModel.from_pretrained(name, torch_dtype=torch.float16), "tokenizer"
+    register(HalfReader)
+    """ + classes + """
+    def choose(name):
+        for reader in READERS:
+            if reader.match(name):
+                return reader
+        raise KeyError(name)
+    def main(name):
+        model, tokenizer = choose(name).open(name)
+        hidden = model(torch.tensor([[3, 4]])).last_hidden_state
+        weights = hidden.softmax(-1)  # <-
+    main(sys.argv[1])
+    """
+    assert one(tmp_path, code, "# <-", "weights") == ["tensor float16 or float32"]
+
+
+def test_unpacking_a_value_that_may_be_unknown_keeps_what_the_known_options_give(tmp_path: Path) -> None:
+    """``model, tok = load(name)`` where ``load`` returns a pair or something unknown: each target
+    gets the pair's item, "or unknown" (before, the unknown option made both targets unknown)."""
+    code = """
+    import sys
+    import torch
+    import mystery
+    def load(name):
+        if name == "half":
+            return torch.randn(2, 2).half(), "tok"
+        return mystery.load(name)
+    def main(name):
+        out, tok = load(name)  # <-
+        return out
+    main(sys.argv[1])
+    """
+    assert one(tmp_path, code, "# <-", "out") == ["tensor float16 (or unknown)"]
+
+
 def test_a_list_of_tensors_appended_by_a_function_stays_local_to_the_call(tmp_path: Path) -> None:
     """Appending a tensor to a module's list inside a function is no registry: a later float32 call
     does not read the half tensor of an earlier call."""

@@ -1364,11 +1364,16 @@ class Interpreter:
                 kwargs["**"] = value
         if isinstance(func, ast.Attribute):
             receiver = self.ev(func.value, frame)
-            callee: Optional[Value] = None
+            parts = []
             for option in options(receiver):  # a tensor's (or unknown's) attribute called is its method
-                part = Method(option, func.attr) if isinstance(option, Tensor) or option is UNKNOWN else \
-                    self._getattr(option, func.attr, frame, func)
-                callee = join(callee, part)
+                parts.append(Method(option, func.attr) if isinstance(option, Tensor) or option is UNKNOWN else
+                             self._getattr(option, func.attr, frame, func))
+            if isinstance(receiver, Union) and receiver.wide:
+                callee = registry_join(parts)  # the methods of a registry's instances
+            else:
+                callee = None
+                for part in parts:
+                    callee = join(callee, part)
             callee = callee if callee is not None else UNKNOWN
             frame.record.values[id(func)] = callee
         else:
@@ -1984,14 +1989,18 @@ def unpack_targets(value: Value, count: int, star: Optional[int]) -> Optional[Li
     ``logits, *mems = (logits, *hidden)`` gives the logits to ``logits``; a union unpacks per option."""
     if isinstance(value, Union):
         out: Optional[List[Value]] = None
+        unknown = False
         for option in options(value):
             if isinstance(option, Scalar) and option.kind in _NOT_ITERABLE:
                 continue  # unpacking None or a number raises: that path assigns nothing
+            if option is UNKNOWN:
+                unknown = True  # each target may be anything besides what the other options give
+                continue
             got = unpack_targets(option, count, star)
             if got is None:
                 return None
             out = got if out is None else [join(a, b) for a, b in zip(out, got)]
-        return out
+        return [join(item, UNKNOWN) for item in out] if unknown and out is not None else out
     if isinstance(value, Seq):
         items = value.items
         if star is None:

@@ -17,7 +17,7 @@ from amp_lint.data import training as trainingdata
 from amp_lint.semantics.values import (
     BF16, BOOL, F16, F32, F64, FLOATS, HALF, INT, NONE, OPEN_KEYS, UNKNOWN, Autocast, Builtin, ClassVal, Coll,
     DictVal, DType, Star, Ext, FuncVal, Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Value,
-    bits, element, join, obj, options, promote, shape, union_of,
+    bits, element, join, obj, options, promote, registry_join, shape, union_of,
 )
 
 if TYPE_CHECKING:
@@ -1563,7 +1563,7 @@ def python_method(interp: "Interpreter", frame: "Frame", receiver: Value, name: 
                 # registry. Other values (tensors) stay local to the call.
                 genv = interp.global_env(frame.module)
                 if isinstance(genv.get(target), (Seq, Coll)):
-                    genv[target] = _grown(genv[target], added)
+                    genv[target] = _grown(genv[target], added, registry=True)
             else:
                 frame.env[target] = _grown(receiver, added)
             return NONE
@@ -1571,10 +1571,11 @@ def python_method(interp: "Interpreter", frame: "Frame", receiver: Value, name: 
     return UNKNOWN
 
 
-def _grown(container: Value, added: Value) -> Coll:
-    """A list after ``added`` was appended to it (a tuple of unknown items becomes a list of ``added``)."""
+def _grown(container: Value, added: Value, registry: bool = False) -> Coll:
+    """A list after ``added`` was appended to it (a tuple of unknown items becomes a list of ``added``);
+    a registry's list keeps every class or instance appended (:func:`registry_join`)."""
     if element(container) is not UNKNOWN or isinstance(container, Coll):
-        return Coll(join(element(container), added))
+        return Coll(registry_join((element(container), added)) if registry else join(element(container), added))
     return Coll(added)
 
 

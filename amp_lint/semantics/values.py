@@ -397,10 +397,11 @@ UNION_LIMIT = 6
 #: dozen heads, and each stays a class whose forward can be run
 MODULE_UNION_LIMIT = 12
 #: project classes a value may hold besides: what a registry of models or tasks keeps (one class per
-#: architecture, a hundred in a model zoo), each still instantiated and run where it is called.
-#: Instances and bound methods are not widened so: a value that may be any of a hundred subclasses'
-#: instances (a compiler's variable trackers) makes every method call run each override (measured:
-#: the project phase on torch's first 250 files took 12 times as long)
+#: architecture, a hundred in a model zoo), each still instantiated and run where it is called. The
+#: instances a registry keeps (``ADAPTERS.append(cls())``), and their methods, are widened so only
+#: where they are read from that registry: every instance union widened so (a compiler's hundred
+#: variable trackers) made every method call run each override, and the project phase on torch's
+#: first 250 files took 12 times as long
 REGISTRY_UNION_LIMIT = 128
 
 
@@ -509,8 +510,11 @@ def _kept_wide(members: List[Value], wide: bool) -> bool:
 
 
 def _registered(value: Value) -> bool:
-    """A project class (what a registry of architectures keeps)."""
-    return isinstance(value, ClassVal)
+    """A project class (what a registry of architectures keeps), an instance of one, or a method
+    bound to such an instance."""
+    if isinstance(value, FuncVal):
+        value = value.bound
+    return isinstance(value, ClassVal) or isinstance(value, Instance) and isinstance(value.cls, ClassVal)
 
 
 def _of_a_module(value: Value) -> bool:
