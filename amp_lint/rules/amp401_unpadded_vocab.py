@@ -13,6 +13,7 @@ from amp_lint.findings import Applicability, Severity
 from amp_lint.rules._layers import LayerDim, is_vocab_dim, layer_dims, runs_in_half, weight_owners
 from amp_lint.rules._numerics import callee_name
 from amp_lint.rules.base import Invalid, Rule, Valid
+from amp_lint.semantics.values import ClassVal, FuncVal, Module, options
 
 _PROJECTIONS = ("torch.nn.functional.linear", "torch.matmul", "torch.mm", "torch.einsum")
 
@@ -27,7 +28,7 @@ class UnpaddedVocab(Rule):
     docs = """
     ## What it does
     Finds a language-model head `nn.Linear(d, V)` (or an `nn.Embedding(V, d)` whose weight is tied
-    to the output projection) whose vocabulary size `V` is statically known - a literal, a module
+    to the output projection, also by a helper class that stores the weight it is handed) whose vocabulary size `V` is statically known - a literal, a module
     constant, simple arithmetic, an argparse `default=`, a dataclass/config default - and is not
     a multiple of 8. When the calls that build the model give different known sizes, each is
     checked.
@@ -76,6 +77,48 @@ class UnpaddedVocab(Rule):
         """),
     ]
     INVALID = [
+        Invalid(
+            """
+            # the head class ties the embedding weight it is handed
+            import torch.nn as nn
+            class TiedHead(nn.Module):
+                def __init__(self, embedding_weight):
+                    super().__init__()
+                    rows, width = embedding_weight.shape
+                    self.out = nn.Linear(width, rows, bias=False)
+                    self.out.weight = embedding_weight
+                def forward(self, h):
+                    return self.out(h)
+            class Speller(nn.Module):
+                def __init__(self, n_vocab=30523, width=256):
+                    super().__init__()
+                    self.tok_embed = nn.Embedding(n_vocab, width)
+                    self.head = TiedHead(self.tok_embed.weight)
+                def forward(self, ids):
+                    return self.head(self.tok_embed(ids))
+            speller = Speller().half()
+            """,
+            expected="""
+            # the head class ties the embedding weight it is handed
+            import torch.nn as nn
+            class TiedHead(nn.Module):
+                def __init__(self, embedding_weight):
+                    super().__init__()
+                    rows, width = embedding_weight.shape
+                    self.out = nn.Linear(width, rows, bias=False)
+                    self.out.weight = embedding_weight
+                def forward(self, h):
+                    return self.out(h)
+            class Speller(nn.Module):
+                def __init__(self, n_vocab=30528, width=256):
+                    super().__init__()
+                    self.tok_embed = nn.Embedding(n_vocab, width)
+                    self.head = TiedHead(self.tok_embed.weight)
+                def forward(self, ids):
+                    return self.head(self.tok_embed(ids))
+            speller = Speller().half()
+            """,
+        ),
         Invalid(
             """
             # one of the two tokenizers the builder picks has a misaligned vocabulary
@@ -202,6 +245,10 @@ class UnpaddedVocab(Rule):
         #: owners whose ``.weight`` serves as an output projection (``F.linear(h, emb.weight)``,
         #: ``h @ emb.weight.T``, ``head.weight = emb.weight``)
         self.tied: Set[str] = set()
+        #: a helper ties weights it is handed (``self.decoder.weight = embedding_weights``, a parameter)
+        self.ties_a_parameter = False
+        #: owners whose ``.weight`` is handed to project code (``Head(self.wte.weight, config)``)
+        self.handed_weights: Set[str] = set()
 
     def visit_Call(self, node: ast.Call) -> None:
         for dim in layer_dims(self.ctx, node):
@@ -209,10 +256,15 @@ class UnpaddedVocab(Rule):
                 self.embeddings.append(dim)
             elif is_vocab_dim(self.ctx, dim):
                 self.heads.append(dim)
-        names = {callee_name(obs, node) for obs in self.ctx.observations(node)}
+        observations = self.ctx.observations(node)
+        names = {callee_name(obs, node) for obs in observations}
         for name in names & set(_PROJECTIONS):
             for arg in node.args[1:] if name == "torch.nn.functional.linear" else node.args:
                 self.tied.update(weight_owners(arg))
+        if any(_is_project_callable(option) for obs in observations for option in options(obs.value(node.func))):
+            for arg in list(node.args) + [kw.value for kw in node.keywords]:
+                if isinstance(arg, ast.Attribute) and arg.attr == "weight":
+                    self.handed_weights.add(ast.unparse(arg.value))
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
         if isinstance(node.op, ast.MatMult):
@@ -223,8 +275,16 @@ class UnpaddedVocab(Rule):
         if isinstance(target, ast.Attribute) and target.attr == "weight" \
                 and isinstance(value, ast.Attribute) and value.attr == "weight":
             self.tied.update({ast.unparse(target.value), ast.unparse(value.value)})
+        elif isinstance(target, ast.Attribute) and target.attr == "weight" and isinstance(value, ast.Name):
+            function = next((a for a in reversed(self.ctx.stack)
+                             if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+            spec = function.args if function is not None else None
+            if spec is not None and value.id in {a.arg for a in spec.posonlyargs + spec.args + spec.kwonlyargs}:
+                self.ties_a_parameter = True
 
     def finish(self) -> None:
+        if self.ties_a_parameter:  # the weights handed to project code may be the ones it ties
+            self.tied.update(self.handed_weights)
         head_sizes: Set[int] = set()
         for dim in self.heads:
             head_sizes.update(self._check(dim, "LM-head"))
@@ -254,6 +314,11 @@ class UnpaddedVocab(Rule):
             fix=plan,
         )
         return dim.sizes()
+
+
+def _is_project_callable(value: object) -> bool:
+    """A class or function of the analysed project (or an instance of a project nn.Module)."""
+    return isinstance(value, (ClassVal, FuncVal)) or isinstance(value, Module) and isinstance(value.cls, ClassVal)
 
 
 def _replace_literal(fctx: FixContext, literal: ast.AST, value: int, title: str) -> Optional[CstFix]:
