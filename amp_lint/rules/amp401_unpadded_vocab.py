@@ -79,68 +79,6 @@ class UnpaddedVocab(Rule):
     INVALID = [
         Invalid(
             """
-            # the head class ties the embedding weight it is handed
-            import torch.nn as nn
-            class TiedHead(nn.Module):
-                def __init__(self, embedding_weight):
-                    super().__init__()
-                    rows, width = embedding_weight.shape
-                    self.out = nn.Linear(width, rows, bias=False)
-                    self.out.weight = embedding_weight
-                def forward(self, h):
-                    return self.out(h)
-            class Speller(nn.Module):
-                def __init__(self, n_vocab=30523, width=256):
-                    super().__init__()
-                    self.tok_embed = nn.Embedding(n_vocab, width)
-                    self.head = TiedHead(self.tok_embed.weight)
-                def forward(self, ids):
-                    return self.head(self.tok_embed(ids))
-            speller = Speller().half()
-            """,
-            expected="""
-            # the head class ties the embedding weight it is handed
-            import torch.nn as nn
-            class TiedHead(nn.Module):
-                def __init__(self, embedding_weight):
-                    super().__init__()
-                    rows, width = embedding_weight.shape
-                    self.out = nn.Linear(width, rows, bias=False)
-                    self.out.weight = embedding_weight
-                def forward(self, h):
-                    return self.out(h)
-            class Speller(nn.Module):
-                def __init__(self, n_vocab=30528, width=256):
-                    super().__init__()
-                    self.tok_embed = nn.Embedding(n_vocab, width)
-                    self.head = TiedHead(self.tok_embed.weight)
-                def forward(self, ids):
-                    return self.head(self.tok_embed(ids))
-            speller = Speller().half()
-            """,
-        ),
-        Invalid(
-            """
-            # one of the two tokenizers the builder picks has a misaligned vocabulary
-            import torch
-            import torch.nn as nn
-            class Decoder(nn.Module):
-                def __init__(self, vocab_size):
-                    super().__init__()
-                    self.lm_head = nn.Linear(512, vocab_size)
-                def forward(self, h):
-                    return self.lm_head(h)
-            def build(tokenizer):
-                if tokenizer == "sentencepiece":
-                    return Decoder(32000)
-                return Decoder(50257)
-            def generate(tokenizer, h):
-                with torch.autocast("cuda"):
-                    return build(tokenizer)(h)
-            """,
-        ),
-        Invalid(
-            """
             from dataclasses import dataclass
             import torch.nn as nn
 
@@ -234,6 +172,68 @@ class UnpaddedVocab(Rule):
                 def forward(self, x):
                     return x @ torch.transpose(self.token_embedding.weight, 0, 1)
             decoder = TextDecoder().half()
+            """,
+        ),
+        Invalid(
+            """
+            # the head class ties the embedding weight it is handed
+            import torch.nn as nn
+            class TiedHead(nn.Module):
+                def __init__(self, embedding_weight):
+                    super().__init__()
+                    rows, width = embedding_weight.shape
+                    self.out = nn.Linear(width, rows, bias=False)
+                    self.out.weight = embedding_weight
+                def forward(self, h):
+                    return self.out(h)
+            class Speller(nn.Module):
+                def __init__(self, n_vocab=30523, width=256):
+                    super().__init__()
+                    self.tok_embed = nn.Embedding(n_vocab, width)
+                    self.head = TiedHead(self.tok_embed.weight)
+                def forward(self, ids):
+                    return self.head(self.tok_embed(ids))
+            speller = Speller().half()
+            """,
+            expected="""
+            # the head class ties the embedding weight it is handed
+            import torch.nn as nn
+            class TiedHead(nn.Module):
+                def __init__(self, embedding_weight):
+                    super().__init__()
+                    rows, width = embedding_weight.shape
+                    self.out = nn.Linear(width, rows, bias=False)
+                    self.out.weight = embedding_weight
+                def forward(self, h):
+                    return self.out(h)
+            class Speller(nn.Module):
+                def __init__(self, n_vocab=30528, width=256):
+                    super().__init__()
+                    self.tok_embed = nn.Embedding(n_vocab, width)
+                    self.head = TiedHead(self.tok_embed.weight)
+                def forward(self, ids):
+                    return self.head(self.tok_embed(ids))
+            speller = Speller().half()
+            """,
+        ),
+        Invalid(
+            """
+            # one of the two tokenizers the builder picks has a misaligned vocabulary
+            import torch
+            import torch.nn as nn
+            class Decoder(nn.Module):
+                def __init__(self, vocab_size):
+                    super().__init__()
+                    self.lm_head = nn.Linear(512, vocab_size)
+                def forward(self, h):
+                    return self.lm_head(h)
+            def build(tokenizer):
+                if tokenizer == "sentencepiece":
+                    return Decoder(32000)
+                return Decoder(50257)
+            def generate(tokenizer, h):
+                with torch.autocast("cuda"):
+                    return build(tokenizer)(h)
             """,
         ),
     ]

@@ -84,6 +84,27 @@ class TensorCoreMisalignedDim(Rule):
     INVALID = [
         Invalid(
             """
+            import torch.nn as nn
+            proj = nn.Linear(768, 1500).half()
+            """,
+        ),
+        Invalid(
+            """
+            import torch.nn as nn
+            HIDDEN = 300
+            mlp = nn.Sequential(nn.Linear(512, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, 512))
+            mlp.half()
+            """,
+            count=2,
+            expected="""
+            import torch.nn as nn
+            HIDDEN = 304
+            mlp = nn.Sequential(nn.Linear(512, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, 512))
+            mlp.half()
+            """,
+        ),
+        Invalid(
+            """
             # one configuration (the 14-pixel patches) gives 14 * 14 * 3 = 588 outputs
             import torch
             import torch.nn as nn
@@ -102,27 +123,6 @@ class TensorCoreMisalignedDim(Rule):
                 model = FACTORIES[name]()
                 with torch.autocast("cuda"):
                     return model(x)
-            """,
-        ),
-        Invalid(
-            """
-            import torch.nn as nn
-            proj = nn.Linear(768, 1500).half()
-            """,
-        ),
-        Invalid(
-            """
-            import torch.nn as nn
-            HIDDEN = 300
-            mlp = nn.Sequential(nn.Linear(512, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, 512))
-            mlp.half()
-            """,
-            count=2,
-            expected="""
-            import torch.nn as nn
-            HIDDEN = 304
-            mlp = nn.Sequential(nn.Linear(512, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, 512))
-            mlp.half()
             """,
         ),
     ]
