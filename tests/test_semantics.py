@@ -1603,6 +1603,48 @@ def test_unpacking_a_value_that_may_be_unknown_keeps_what_the_known_options_give
     assert one(tmp_path, code, "# <-", "out") == ["tensor float16 (or unknown)"]
 
 
+def test_a_dtype_test_narrows_the_tested_tensor_in_each_branch(tmp_path: Path) -> None:
+    """``if x.dtype == torch.float16: x = x.float()`` on a value that may be half leaves no half
+    path: the else branch runs only for the other dtypes (before, the join kept float16 there)."""
+    code = """
+    import sys
+    import torch
+    import torch.nn as nn
+    def upcast_if_half(scores):
+        if scores.dtype != torch.float16:
+            return scores
+        return scores.float()
+    net = nn.Linear(4, 4)
+    if sys.argv[1] == "fp16":
+        net = net.half()
+    weights = upcast_if_half(net(torch.randn(2, 4)))  # <-
+    """
+    assert one(tmp_path, code, "# <-", "weights") == ["tensor float32"]
+
+
+def test_a_type_test_on_a_copy_of_a_tensor_narrows_the_tensor(tmp_path: Path) -> None:
+    """A conversion helper tests a copy (``checked = value``, or ``value.data``) against the legacy
+    half tensor types and casts the original: in the other branch the original is not half."""
+    code = """
+    import sys
+    import torch
+    import torch.nn as nn
+    HALF = (torch.HalfTensor, torch.cuda.HalfTensor)
+    def to_float(value):
+        checked = value
+        if isinstance(checked, nn.Parameter):
+            checked = value.data
+        if isinstance(checked, HALF):
+            value = value.float()
+        return value
+    net = nn.Linear(4, 4)
+    if sys.argv[1] == "fp16":
+        net = net.half()
+    out = to_float(net(torch.randn(2, 4)))  # <-
+    """
+    assert one(tmp_path, code, "# <-", "out") == ["tensor float32"]
+
+
 def test_a_list_of_tensors_appended_by_a_function_stays_local_to_the_call(tmp_path: Path) -> None:
     """Appending a tensor to a module's list inside a function is no registry: a later float32 call
     does not read the half tensor of an earlier call."""

@@ -627,10 +627,16 @@ class Interpreter:
             false_in_then = [c for c in false_in_then if c in self.conditions] + self._excluded_by(node.test)
             false_in_else = [c for c in false_in_else if c in self.conditions]
             false_in_else += self._excluded_by(node.test, negated=True)
+        narrowing = _dtype_narrowing(node.test, frame)
+        narrowed = _aliases(narrowing[0], frame) if narrowing is not None else ()
         frame.env = _refine(before, false_in_then)
+        for name in narrowed:
+            _narrow(frame.env, name, narrowing[1], narrowing[2])  # type: ignore[index]
         alive_then = self.exec_block(node.body, frame)
         env_then = frame.env
         frame.env = _refine(before, false_in_else)
+        for name in narrowed:
+            _narrow(frame.env, name, narrowing[1], not narrowing[2])  # type: ignore[index]
         alive_else = self.exec_block(node.orelse, frame)
         env_else = frame.env
         if not alive_then and not alive_else:
@@ -1804,6 +1810,74 @@ def _exclusive(left: Compared, right: Compared) -> bool:
         positive, negative = (left, right) if left[1] else (right, left)
         return set(positive[2]) <= set(negative[2])
     return False
+
+
+def _dtype_narrowing(test: ast.AST, frame: Frame) -> Optional[Tuple[str, int, bool]]:
+    """``(name, dtypes, holds)`` when ``test`` checks a local tensor's dtype against literal dtypes:
+    ``x.dtype == torch.float16`` (holds: x is float16 in the body), ``!=``, ``is``, ``in (...)``,
+    ``not in``, ``isinstance(x, torch.cuda.HalfTensor)`` and ``not`` of one (None: no such test)."""
+    holds = True
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, holds = test.operand, not holds
+    values = frame.record.values
+    if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance" \
+            and len(test.args) == 2 and isinstance(test.args[0], ast.Name):
+        name, kinds = test.args[0].id, values.get(id(test.args[1]))
+        members = kinds.items if isinstance(kinds, Seq) else (kinds,)
+    elif isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Attribute) \
+            and test.left.attr == "dtype" and isinstance(test.left.value, ast.Name):
+        op, right = test.ops[0], values.get(id(test.comparators[0]))
+        name = test.left.value.id
+        if isinstance(op, (ast.In, ast.NotIn)):
+            members = right.items if isinstance(right, Seq) else ()
+        elif isinstance(op, (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)):
+            members = (right,)
+        else:
+            return None
+        holds = holds if isinstance(op, (ast.Eq, ast.Is, ast.In)) else not holds
+    else:
+        return None
+    if not members or not all(_literal_dtype(m) for m in members):  # type: ignore[arg-type]
+        return None
+    wanted = 0
+    for member in members:
+        wanted |= member.dtypes  # type: ignore[union-attr]
+    return name, wanted, holds
+
+
+def _aliases(name: str, frame: Frame) -> Tuple[str, ...]:
+    """``name`` and the locals it copies in this function (``val_typecheck = val`` or ``= val.data``,
+    the tensor whose type a conversion helper tests): a dtype test on one holds for the other."""
+    scope = frame.info.node if frame.info is not None else None
+    if scope is None:
+        return (name,)
+    found = [name]
+    for stmt in ast.walk(scope):
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                and stmt.targets[0].id == name:
+            source = stmt.value.value if isinstance(stmt.value, ast.Attribute) and stmt.value.attr == "data" \
+                else stmt.value
+            if isinstance(source, ast.Name) and source.id not in found:
+                found.append(source.id)
+    return tuple(found)
+
+
+def _narrow(env: Dict[str, Value], name: str, dtypes: int, holds: bool) -> None:
+    """In a branch where ``name``'s dtype is (``holds``) or is not one of ``dtypes``, drop the
+    dtypes it cannot have there (``if x.dtype == torch.float16: x = x.float()`` leaves no float16
+    path); the evidence of a half dtype goes with it."""
+    value = env.get(name)
+    if value is None:
+        return
+    out: Optional[Value] = None
+    for option in options(value):
+        if isinstance(option, Tensor) and option.dtypes:
+            kept = option.dtypes & dtypes if holds else option.dtypes & ~dtypes
+            if kept and kept != option.dtypes:
+                option = replace(option, dtypes=kept, origin=option.origin if kept & HALF else None)
+        out = join(out, option)
+    if out is not None:
+        env[name] = out
 
 
 def _refine(env: Dict[str, Value], false_conditions: List[str]) -> Dict[str, Value]:
