@@ -1645,6 +1645,29 @@ def test_a_type_test_on_a_copy_of_a_tensor_narrows_the_tensor(tmp_path: Path) ->
     assert one(tmp_path, code, "# <-", "out") == ["tensor float32"]
 
 
+def test_a_copy_made_in_a_nested_function_is_no_alias_of_the_tested_tensor(tmp_path: Path) -> None:
+    """Only the function's own ``checked = value`` makes a dtype test on ``checked`` hold for
+    ``value``: the same assignment inside a nested function is another variable."""
+    code = """
+    import sys
+    import torch
+    import torch.nn as nn
+    def keep(value, other):
+        def note(value):
+            checked = value
+            return checked
+        checked = other
+        if checked.dtype == torch.float16:
+            return checked.float()
+        return value
+    net = nn.Linear(4, 4)
+    if sys.argv[1] == "fp16":
+        net = net.half()
+    out = keep(net(torch.randn(2, 4)), net(torch.randn(2, 4)))  # <-
+    """
+    assert one(tmp_path, code, "# <-", "out") == ["tensor float16 or float32"]
+
+
 def test_a_list_of_tensors_appended_by_a_function_stays_local_to_the_call(tmp_path: Path) -> None:
     """Appending a tensor to a module's list inside a function is no registry: a later float32 call
     does not read the half tensor of an earlier call."""
