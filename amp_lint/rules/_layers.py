@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 from amp_lint.data.tensor_cores import EMBEDDING, GEMM_LAYERS, LM_HEAD_TARGETS, VOCAB_HINTS
 from amp_lint.engine.checker import CheckContext
@@ -60,6 +60,13 @@ def layer_dims(ctx: CheckContext, node: ast.Call) -> Iterator[LayerDim]:
         value, literal = _resolve(ctx, observations, expr)
         per_context = () if value is not None else _per_context(observations, expr)
         yield LayerDim(node, qualified, role, expr, target, value, literal, per_context)
+
+
+def sizes_text(sizes: List[Tuple[int, str]], suggest: Callable[[int], int]) -> Tuple[str, str]:
+    """``"588 (built at m.py:240) or 500"`` for misaligned sizes with where each came from, and the
+    suggested sizes (``"592 or 504"``)."""
+    found = " or ".join(f"{size} ({where})" if where else str(size) for size, where in sizes)
+    return found, " or ".join(str(suggest(size)) for size, _ in sizes)
 
 
 def _size(value: Any) -> Optional[int]:

@@ -22,6 +22,7 @@ from amp_lint.engine.checker import CheckContext
 from amp_lint.engine.fixes import CstFix
 from amp_lint.engine.fixing import FixContext, FixPlan
 from amp_lint.findings import Applicability
+from amp_lint.semantics.program import walk_scope
 from amp_lint.semantics.torch_api import node_key
 from amp_lint.semantics.training import FUNCTIONS, LOOPS, TrainingModel, TrainingStep
 from amp_lint.semantics.values import (
@@ -404,7 +405,7 @@ class Migration:
         function = self.step.function
         scope = function if function is not None else self.tree
         found: Optional[ast.stmt] = None
-        for node in _walk_scope(scope):
+        for node in walk_scope(scope):
             if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
                 if found is not None:
                     return None  # bound twice: no single place
@@ -443,7 +444,7 @@ class Migration:
         torch = self._torch()
         names: List[str] = []
         cuda = False
-        for node in _walk_scope(scope):
+        for node in walk_scope(scope):
             exprs: List[ast.AST] = []
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                 if node.func.attr == "to":
@@ -515,16 +516,6 @@ class Migration:
         if plan is None:
             return None, reason
         return FixPlan(title, applicability, lambda fctx: _Builder(self, plan, fctx).build(title, applicability)), ""
-
-
-def _walk_scope(scope: ast.AST):
-    """Nodes of ``scope`` outside nested functions and classes."""
-    todo = list(ast.iter_child_nodes(scope))
-    while todo:
-        node = todo.pop()
-        yield node
-        if not isinstance(node, (*FUNCTIONS, ast.Lambda, ast.ClassDef)):
-            todo.extend(ast.iter_child_nodes(node))
 
 
 def _within_body(node: ast.If, ancestors: Sequence[ast.AST]) -> bool:

@@ -10,7 +10,7 @@ from amp_lint.data.tensor_cores import ALIGNMENT, EMBEDDING, SUGGESTED_VOCAB_MUL
 from amp_lint.engine.fixes import CstFix
 from amp_lint.engine.fixing import FixContext, FixPlan
 from amp_lint.findings import Applicability, Severity
-from amp_lint.rules._layers import LayerDim, is_vocab_dim, layer_dims, runs_in_half, weight_owners
+from amp_lint.rules._layers import LayerDim, is_vocab_dim, layer_dims, runs_in_half, sizes_text, weight_owners
 from amp_lint.rules._numerics import callee_name
 from amp_lint.rules.base import Invalid, Rule, Valid
 from amp_lint.semantics.values import ClassVal, FuncVal, Module, options
@@ -28,9 +28,9 @@ class UnpaddedVocab(Rule):
     docs = """
     ## What it does
     Finds a language-model head `nn.Linear(d, V)` (or an `nn.Embedding(V, d)` whose weight is tied
-    to the output projection, also by a helper class that stores the weight it is handed) whose vocabulary size `V` is statically known - a literal, a module
-    constant, simple arithmetic, an argparse `default=`, a dataclass/config default - and is not
-    a multiple of 8. When the calls that build the model give different known sizes, each is
+    to the output projection, also by a helper class that stores the weight it is handed) whose
+    vocabulary size `V` is statically known - a literal, a module constant, simple arithmetic, an
+    argparse `default=`, a dataclass/config default - and is not a multiple of 8. When the calls that build the model give different known sizes, each is
     checked.
 
     ## Why is this bad?
@@ -67,6 +67,21 @@ class UnpaddedVocab(Rule):
                 super().__init__()
                 self.lm_head = nn.Linear(768, 50257)
         lm = LM()
+        """),
+        Valid("""
+        # a helper handed the embedding weight only initialises it: no tie, and a lookup is no GEMM
+        import torch.nn as nn
+        def init_rows(weight):
+            nn.init.normal_(weight, std=0.02)
+        class Tagger(nn.Module):
+            def __init__(self, n_vocab=30523, width=256):
+                super().__init__()
+                self.tok_embed = nn.Embedding(n_vocab, width)
+                init_rows(self.tok_embed.weight)
+                self.out = nn.Linear(width, 9)
+            def forward(self, ids):
+                return self.out(self.tok_embed(ids))
+        tagger = Tagger().half()
         """),
         Valid("""
         import torch.nn as nn
@@ -276,9 +291,8 @@ class UnpaddedVocab(Rule):
                 and isinstance(value, ast.Attribute) and value.attr == "weight":
             self.tied.update({ast.unparse(target.value), ast.unparse(value.value)})
         elif isinstance(target, ast.Attribute) and target.attr == "weight" and isinstance(value, ast.Name):
-            function = next((a for a in reversed(self.ctx.stack)
-                             if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
-            spec = function.args if function is not None else None
+            function = self.ctx.enclosing(ast.FunctionDef, ast.AsyncFunctionDef)
+            spec = function.args if function is not None else None  # type: ignore[attr-defined]
             if spec is not None and value.id in {a.arg for a in spec.posonlyargs + spec.args + spec.kwonlyargs}:
                 self.ties_a_parameter = True
 
@@ -305,8 +319,7 @@ class UnpaddedVocab(Rule):
             padded = round_up(dim.value, SUGGESTED_VOCAB_MULTIPLE)
             plan = FixPlan(f"Pad the vocabulary to {padded}", Applicability.UNSAFE,
                            lambda fctx: _replace_literal(fctx, literal, padded, f"Pad the vocabulary to {padded}"))
-        sizes = " or ".join(f"{size} ({where})" if where else str(size) for size, where in misaligned)
-        padded_text = " or ".join(str(round_up(size, SUGGESTED_VOCAB_MULTIPLE)) for size, _ in misaligned)
+        sizes, padded_text = sizes_text(misaligned, lambda size: round_up(size, SUGGESTED_VOCAB_MULTIPLE))
         self.report(
             dim.call,
             f"Vocabulary size {sizes} of this {what} is not a multiple of {ALIGNMENT}; "

@@ -7,7 +7,7 @@ from typing import List
 from amp_lint.data.tensor_cores import ALIGNMENT, EMBEDDING, round_up
 from amp_lint.engine.fixing import FixPlan
 from amp_lint.findings import Applicability, Severity
-from amp_lint.rules._layers import LayerDim, is_vocab_dim, layer_dims, runs_in_half
+from amp_lint.rules._layers import LayerDim, is_vocab_dim, layer_dims, runs_in_half, sizes_text
 from amp_lint.rules.amp401_unpadded_vocab import _replace_literal
 from amp_lint.rules.base import Invalid, Rule, Valid
 
@@ -151,9 +151,7 @@ class TensorCoreMisalignedDim(Rule):
                                lambda fctx, literal=literal, target=target, title=title: _replace_literal(
                                    fctx, literal, target, title))
             layer = dim.layer.rsplit(".", 1)[-1]
-            sizes = " or ".join(f"{value} ({where})" if where else str(value)
-                                for value, where in misaligned)
-            suggested = " or ".join(str(round_up(value, ALIGNMENT)) for value, _ in misaligned)
+            sizes, suggested = sizes_text(misaligned, lambda size: round_up(size, ALIGNMENT))
             self.report(
                 dim.call,
                 f"{layer} {dim.role}put size {sizes} is not a multiple of {ALIGNMENT}; "

@@ -33,11 +33,11 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from amp_lint.data import ops as optable
 from amp_lint.semantics import torch_api
-from amp_lint.semantics.program import ClassInfo, FunctionInfo, ModuleIndex, Namespace, SourceModule
+from amp_lint.semantics.program import ClassInfo, FunctionInfo, ModuleIndex, Namespace, SourceModule, walk_scope
 from amp_lint.semantics.values import (
     BOOL, F16, F32, FLOATS, HALF, NONE, OPEN_KEYS, UNKNOWN, Builtin, ClassVal, Coll, DictVal, DType, Ext, FuncVal, Star,
     Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Union, Value, covers, element, join, options,
@@ -1852,7 +1852,7 @@ def _aliases(name: str, frame: Frame) -> Tuple[str, ...]:
     if scope is None:
         return (name,)
     found = [name]
-    for stmt in _own_nodes(scope):
+    for stmt in walk_scope(scope):
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
                 and stmt.targets[0].id == name:
             source = stmt.value.value if isinstance(stmt.value, ast.Attribute) and stmt.value.attr == "data" \
@@ -1860,16 +1860,6 @@ def _aliases(name: str, frame: Frame) -> Tuple[str, ...]:
             if isinstance(source, ast.Name) and source.id not in found:
                 found.append(source.id)
     return tuple(found)
-
-
-def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
-    """The nodes of a function's body, not those of the functions and classes nested in it."""
-    todo = list(ast.iter_child_nodes(scope))
-    while todo:
-        node = todo.pop()
-        yield node
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            todo.extend(ast.iter_child_nodes(node))
 
 
 def _narrow(env: Dict[str, Value], name: str, dtypes: int, holds: bool) -> None:

@@ -13,7 +13,7 @@ import ast
 import os
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from amp_lint.data.training import KNOWN_BY_NAME
 from amp_lint.semantics.values import Value
@@ -299,3 +299,13 @@ def iter_scopes(tree: ast.AST) -> Iterable[ast.AST]:
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             yield node
+
+
+def walk_scope(scope: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of ``scope`` (a function or module), not those of functions and classes nested in it."""
+    todo = list(ast.iter_child_nodes(scope))
+    while todo:
+        node = todo.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(node))
