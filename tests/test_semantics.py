@@ -1772,3 +1772,60 @@ d13 = pick(Config13())
 x = torch.randn(4).to(d13)  # <-
 """
     assert one(tmp_path, code, "# <-", "d13") == ["dtype float16"]
+
+
+def test_a_layer_whose_parameter_data_is_set_to_half_computes_in_half(tmp_path: Path) -> None:
+    """``block.proj.weight.data = block.proj.weight.data.half()``: the layer owning the parameter
+    now holds half weights and computes in half (a store into a field is a weak update: float32 stays
+    possible). Before, the store was ignored."""
+    code = """
+    import torch
+    import torch.nn as nn
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(8, 8)
+        def forward(self, x):
+            return self.proj(x)
+    block = Block()
+    block.proj.weight.data = block.proj.weight.data.half()
+    out = block.proj(torch.randn(2, 8).half())  # <-
+    """
+    assert one(tmp_path, code, "# <-", "block.proj") == ["module torch.nn.Linear with float16 or float32 parameters"]
+
+
+def test_a_converter_run_by_module_apply_casts_the_model(tmp_path: Path) -> None:
+    """``net.apply(to_fp16)`` with a converter that sets each linear layer's parameter data to half
+    leaves the model computing in half, as ``net.half()`` would; the evidence names the apply call.
+    A converter that only initialises weights casts nothing. (Before, apply's effects were lost.)"""
+    code = """
+    import torch
+    import torch.nn as nn
+    def to_fp16(layer):
+        if isinstance(layer, nn.Linear):
+            layer.weight.data = layer.weight.data.to(torch.float16)
+    def init_weights(layer):
+        if isinstance(layer, nn.Linear):
+            layer.weight.data.normal_(0.0, 0.02)
+    class Scorer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 8)
+        def forward(self, x):
+            return self.fc(x)
+    def make(half):
+        net = Scorer()
+        net.apply(init_weights)
+        if half:
+            net.apply(to_fp16)
+        return net
+    plain = make(False)
+    net = make(True)
+    feats = torch.randn(3, 8)
+    scores = net(feats.to(net.fc.weight.dtype))  # <-
+    """
+    assert one(tmp_path, code, "# <-", "net") == ["module Scorer with float16 parameters"]
+    net = next(v for v in explain_json(tmp_path, "m.py", "# <-")[0]["values"] if v["expression"] == "net")
+    assert any("`net.apply(to_fp16)`" in because for because in net["because"]), net
+    assert one(tmp_path, code.replace("make(True)", "make(False)"), "# <-", "net") == [
+        "module Scorer with float32 parameters"]

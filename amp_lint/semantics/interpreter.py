@@ -41,7 +41,7 @@ from amp_lint.semantics.program import ClassInfo, FunctionInfo, ModuleIndex, Nam
 from amp_lint.semantics.values import (
     BOOL, F16, F32, FLOATS, HALF, NONE, OPEN_KEYS, UNKNOWN, Builtin, ClassVal, Coll, DictVal, DType, Ext, FuncVal, Star,
     Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Union, Value, covers, element, join, options,
-    carries_half, registry_join, shape,
+    carries_half, registry_join, shape, union_of,
     with_condition, without_condition,
 )
 
@@ -900,6 +900,8 @@ class Interpreter:
             receiver = self.ev(target.value, frame)
             frame.record.values[id(target)] = value
             self.store_attr(receiver, target.attr, value, target, frame)
+            if target.attr == "data" and isinstance(target.value, ast.Attribute):
+                self._cast_by_parameter_data(target.value.value, value, target, frame)
         elif isinstance(target, ast.Subscript):
             container = self.ev(target.value, frame)
             self.ev(target.slice, frame)
@@ -920,6 +922,21 @@ class Interpreter:
                         genv[name] = DictVal(tuple(items.items()))
         elif isinstance(target, ast.Starred):
             self.bind(target.value, value, frame)
+
+    def _cast_by_parameter_data(self, owner_expr: ast.AST, value: Value, node: ast.AST, frame: Frame) -> None:
+        """``layer.weight.data = layer.weight.data.half()`` (a hand-written ``convert_weights``, often
+        run on every layer by ``model.apply``): the layer owning the parameter now computes in half.
+        Only a value that is half for sure casts; the owner expression is rebound as by ``layer.half()``."""
+        if not isinstance(value, Tensor) or value.unknown or not value.dtypes & HALF or value.dtypes & FLOATS & ~HALF:
+            return
+        owner = frame.record.values.get(id(owner_expr))
+        modules = options(owner) if owner is not None else []
+        if not modules or not all(isinstance(o, Module) for o in modules):
+            return
+        origin = torch_api.module_cast_origin(frame, node)
+        cast = union_of(m.cast_to(value.dtypes & HALF, origin) for m in modules)  # type: ignore[union-attr]
+        torch_api.rebind(self, frame, owner_expr, cast)
+        self.add_seed(cast, frame)
 
     def store_attr(self, receiver: Value, name: str, value: Value, node: ast.AST, frame: Frame) -> None:
         for option in options(receiver):
@@ -1506,7 +1523,11 @@ class Interpreter:
 
     # -- user functions --------------------------------------------------------------------------
     def call_function(self, info: FunctionInfo, bound: Optional[Value], args: List[Value], kwargs: Dict[str, Value],
-                      frame: Frame, node: Optional[ast.AST], effects: bool = True) -> Value:
+                      frame: Frame, node: Optional[ast.AST], effects: bool = True,
+                      changed: Optional[Dict[int, Value]] = None) -> Value:
+        """Run a project function in this context. Its effects on the arguments it changes in place
+        (``m.half()`` on a parameter ``m``) rebind the caller's argument expressions; with ``changed``
+        given they are joined into it instead (index 0 is the bound receiver where there is one)."""
         fnode = info.node
         decorators = getattr(info, "decorators", ())
         if any(isinstance(d, Builtin) and d.name == "staticmethod" for d in decorators):
@@ -1528,7 +1549,10 @@ class Interpreter:
         summary = self._invoke(info, env, names, state, stack, origin=origin)
         if summary is None:
             return UNKNOWN
-        if effects and summary.effects and isinstance(node, ast.Call):
+        if changed is not None:
+            for index, value in summary.effects.items():
+                changed[index] = join(changed.get(index), value)
+        elif effects and summary.effects and isinstance(node, ast.Call):
             self._apply_effects(summary.effects, node, bound, frame)
         return summary.returns
 

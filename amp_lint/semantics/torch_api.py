@@ -660,9 +660,7 @@ def module_method(interp: "Interpreter", frame: "Frame", module: Module, name: s
             interp.store_attr(module, key.value, value, None, frame)  # type: ignore[arg-type]
         return NONE
     if name == "apply" and args:
-        sub = Module(None, module.cast, module.cast_unknown, module.origin)
-        interp.call(args[0], [sub], {}, frame, node)
-        return module
+        return _apply_to_layers(interp, frame, module, args[0], node)
     if name == "generate":
         return Tensor(INT)
     if name in ("state_dict",):
@@ -672,6 +670,35 @@ def module_method(interp: "Interpreter", frame: "Frame", module: Module, name: s
     if name in ("get_input_embeddings", "get_output_embeddings"):
         return Module(Ext("torch.nn.Embedding"), module.cast, module.cast_unknown, module.origin)
     return UNKNOWN
+
+
+def _apply_to_layers(interp: "Interpreter", frame: "Frame", module: Module, fn: Value, node: Optional[ast.AST]) -> Value:
+    """``model.apply(fn)`` runs ``fn`` on every layer. Where ``fn`` casts the layer it is given to
+    half (``layer.weight.data = layer.weight.data.half()``, ``layer.half()``), the model computes in
+    half afterwards, as after ``model.half()``; the receiver expression is rebound."""
+    layer = Module(None, module.cast, module.cast_unknown, module.origin)
+    half = 0
+    for option in options(fn):
+        if isinstance(option, FuncVal):
+            changed: Dict[int, Value] = {}
+            offset = 0 if option.bound is None else 1
+            interp.call_function(option.info, option.bound, [layer], {}, frame, node, changed=changed)
+            for member in options(changed.get(offset) or UNKNOWN):
+                half |= member.cast & HALF if isinstance(member, Module) else 0
+        else:
+            interp.call(option, [layer], {}, frame, None)
+    if not half:
+        return module
+    result = module.cast_to(half, module_cast_origin(frame, node))
+    _note_cast_of_trained(interp, frame, module, result)
+    mutate(interp, frame, node, result)
+    interp.add_seed(result, frame)
+    return result
+
+
+def module_cast_origin(frame: "Frame", node: Optional[ast.AST]) -> Optional[Origin]:
+    """Where a module was cast (``model.half()``, a parameter's data set to half)."""
+    return _origin(frame, node, "module_cast")
 
 
 def _note_cast_of_trained(interp: "Interpreter", frame: "Frame", module: Module, result: Value) -> None:
@@ -705,16 +732,19 @@ def _names_module(params: Value, wanted: object) -> bool:
 
 def mutate(interp: "Interpreter", frame: "Frame", node: Optional[ast.AST], new_receiver: Value) -> None:
     """A method changed its receiver in place (``model.half()``): rebind the receiver expression."""
-    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
-        return
-    target = node.func.value
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        rebind(interp, frame, node.func.value, new_receiver)
+
+
+def rebind(interp: "Interpreter", frame: "Frame", target: ast.AST, value: Value) -> None:
+    """An object changed in place: the expression that named it (a name, or a field) now holds ``value``."""
     if isinstance(target, ast.Name):
-        frame.env[target.id] = new_receiver
+        frame.env[target.id] = value
         frame.mutated.add(target.id)
     elif isinstance(target, ast.Attribute):
         owner = frame.record.values.get(id(target.value))
         if owner is not None:
-            interp.store_attr(owner, target.attr, new_receiver, target, frame)
+            interp.store_attr(owner, target.attr, value, target, frame)
 
 
 def call_torch_module(interp: "Interpreter", frame: "Frame", module: Module, args: List[Value],
