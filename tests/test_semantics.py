@@ -1795,15 +1795,19 @@ def test_a_layer_whose_parameter_data_is_set_to_half_computes_in_half(tmp_path: 
 
 
 def test_a_converter_run_by_module_apply_casts_the_model(tmp_path: Path) -> None:
-    """``net.apply(to_fp16)`` with a converter that sets each linear layer's parameter data to half
-    leaves the model computing in half, as ``net.half()`` would; the evidence names the apply call.
-    A converter that only initialises weights casts nothing. (Before, apply's effects were lost.)"""
+    """``net.apply(to_fp16)`` with a converter that casts every layer it is given leaves the model
+    computing in half, as ``net.half()`` would; the evidence names the apply call. A converter that
+    only initialises weights casts nothing, and one that converts only some kinds of layer
+    (``if isinstance(layer, nn.Linear):``) leaves the model as it was: its other layers keep float32.
+    (Before, apply's effects were lost.)"""
     code = """
     import torch
     import torch.nn as nn
     def to_fp16(layer):
+        layer.weight.data = layer.weight.data.to(torch.float16)
+    def linear_to_fp16(layer):
         if isinstance(layer, nn.Linear):
-            layer.weight.data = layer.weight.data.to(torch.float16)
+            layer.half()
     def init_weights(layer):
         if isinstance(layer, nn.Linear):
             layer.weight.data.normal_(0.0, 0.02)
@@ -1816,10 +1820,10 @@ def test_a_converter_run_by_module_apply_casts_the_model(tmp_path: Path) -> None
     def make(half):
         net = Scorer()
         net.apply(init_weights)
+        net.apply(linear_to_fp16)
         if half:
             net.apply(to_fp16)
         return net
-    plain = make(False)
     net = make(True)
     feats = torch.randn(3, 8)
     scores = net(feats.to(net.fc.weight.dtype))  # <-

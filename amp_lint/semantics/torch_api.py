@@ -673,21 +673,28 @@ def module_method(interp: "Interpreter", frame: "Frame", module: Module, name: s
 
 
 def _apply_to_layers(interp: "Interpreter", frame: "Frame", module: Module, fn: Value, node: Optional[ast.AST]) -> Value:
-    """``model.apply(fn)`` runs ``fn`` on every layer. Where ``fn`` casts the layer it is given to
-    half (``layer.weight.data = layer.weight.data.half()``, ``layer.half()``), the model computes in
-    half afterwards, as after ``model.half()``; the receiver expression is rebound."""
+    """``model.apply(fn)`` runs ``fn`` on every layer. Where ``fn`` casts every layer it is given to
+    half (``layer.half()``, ``layer.weight.data = layer.weight.data.half()`` on every path), the
+    model computes in half afterwards, as after ``model.half()``; the receiver expression is
+    rebound. A converter that casts only some kinds of layer (``if isinstance(layer, nn.Linear):``)
+    leaves the model as it was: the others (norms, embeddings, a module's own parameters) keep
+    their dtype, and a half model would be false evidence for them."""
     layer = Module(None, module.cast, module.cast_unknown, module.origin)
     half = 0
+    every_layer = True
     for option in options(fn):
         if isinstance(option, FuncVal):
             changed: Dict[int, Value] = {}
             offset = 0 if option.bound is None else 1
             interp.call_function(option.info, option.bound, [layer], {}, frame, node, changed=changed)
             for member in options(changed.get(offset) or UNKNOWN):
-                half |= member.cast & HALF if isinstance(member, Module) else 0
+                cast = member.cast if isinstance(member, Module) and not member.cast_unknown else 0
+                half |= cast & HALF
+                every_layer = every_layer and bool(cast & HALF) and not cast & FLOATS & ~HALF
         else:
             interp.call(option, [layer], {}, frame, None)
-    if not half:
+            every_layer = False
+    if not half or not every_layer:
         return module
     result = module.cast_to(half, module_cast_origin(frame, node))
     _note_cast_of_trained(interp, frame, module, result)
