@@ -1833,3 +1833,40 @@ def test_a_converter_run_by_module_apply_casts_the_model(tmp_path: Path) -> None
     assert any("`net.apply(to_fp16)`" in because for because in net["because"]), net
     assert one(tmp_path, code.replace("make(True)", "make(False)"), "# <-", "net") == [
         "module Scorer with float32 parameters"]
+
+
+def test_a_function_picked_by_name_from_many_is_each_of_them(tmp_path: Path) -> None:
+    """A dispatcher returning one of seven functions (``get_activation_fn(name)`` style) gives the
+    union of them, and calling it runs each: the project function among them sees the half
+    input. (Before, a union of more than six values became unknown.)"""
+    code = """
+    import sys
+    import torch
+    import torch.nn as nn
+    def squared_mean(x):
+        return x.pow(2).mean(-1)
+    def first_token(x):
+        return x[..., 0]
+    def pick_pool(kind):
+        if kind == "max":
+            return torch.amax
+        elif kind == "mean":
+            return torch.mean
+        elif kind == "sum":
+            return torch.sum
+        elif kind == "lse":
+            return torch.logsumexp
+        elif kind == "first":
+            return first_token
+        elif kind == "norm":
+            return torch.linalg.vector_norm
+        elif kind == "sq":
+            return squared_mean
+        raise ValueError(kind)
+    proj = nn.Linear(64, 64).half()
+    pool = pick_pool(sys.argv[1])  # <-
+    pooled = pool(proj(torch.randn(4, 64, dtype=torch.float16)))
+    """
+    assert one(tmp_path, code, "# <-", "pool") == [
+        "ext | ext | ext | ext | funcval | ext | funcval"]
+    assert "5: AMP203" in _codes(tmp_path, code)

@@ -396,6 +396,8 @@ UNION_LIMIT = 6
 #: modules (or methods bound to them) a value may hold besides: a factory's branches build one of a
 #: dozen heads, and each stays a class whose forward can be run
 MODULE_UNION_LIMIT = 12
+#: project and library functions a value may be besides (an activation picked by name)
+FUNCTION_UNION_LIMIT = 12
 #: project classes a value may hold besides: what a registry of models or tasks keeps (one class per
 #: architecture, a hundred in a model zoo), each still instantiated and run where it is called. The
 #: instances a registry keeps (``ADAPTERS.append(cls())``), and their methods, are widened so only
@@ -500,13 +502,21 @@ def _union(values: Iterable[Value], wide: bool = False) -> Value:
 
 def _kept_wide(members: List[Value], wide: bool) -> bool:
     """Whether a union of more than :data:`UNION_LIMIT` members is kept: modules (at most
-    :data:`MODULE_UNION_LIMIT`) and, in a registry's union, project classes (at most
-    :data:`REGISTRY_UNION_LIMIT`) count as one member each beside the others."""
+    :data:`MODULE_UNION_LIMIT`), functions (at most :data:`FUNCTION_UNION_LIMIT`: what a dispatcher
+    such as ``get_activation_fn(name)`` returns) and, in a registry's union, project classes (at
+    most :data:`REGISTRY_UNION_LIMIT`) count as one member each beside the others."""
     modules = sum(1 for m in members if _of_a_module(m))
     registered = sum(1 for m in members if _registered(m)) if wide else 0
-    others = len(members) - modules - registered
+    functions = sum(1 for m in members if _a_function(m) and not (wide and _registered(m)))
+    others = len(members) - modules - registered - functions
     return modules <= MODULE_UNION_LIMIT and registered <= REGISTRY_UNION_LIMIT \
-        and others + (modules > 0) + (registered > 0) <= UNION_LIMIT
+        and functions <= FUNCTION_UNION_LIMIT \
+        and others + (modules > 0) + (registered > 0) + (functions > 0) <= UNION_LIMIT
+
+
+def _a_function(value: Value) -> bool:
+    """A project function (not a method) or a library function, by its reference."""
+    return isinstance(value, FuncVal) and value.bound is None or isinstance(value, (Ext, Builtin))
 
 
 def _registered(value: Value) -> bool:
