@@ -174,6 +174,28 @@ class HalfModelTraining(Rule):
             train(torch.nn.Linear(16, 4).cuda(), loader, pure_fp16=True)
             """,
         ),
+        Invalid(
+            """
+            import sys
+            import torch
+
+            encoder = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+            train_encoder = sys.argv[1] == "train"
+            dtype = torch.float16 if sys.argv[2] == "fp16" else torch.float32
+            if not train_encoder:
+                encoder.to(dtype)  # frozen: cast for inference
+            params = []
+            if train_encoder:
+                params.append({"params": list(encoder.parameters()), "lr": 1e-4})
+            optimizer = torch.optim.AdamW(params)
+            if sys.argv[2] == "fp16":
+                encoder.to(dtype)  # the trained encoder, cast after the optimizer took its parameters
+            for x, y in loader:
+                torch.nn.functional.mse_loss(encoder(x.to(dtype)), y).backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            """,
+        ),
     ]
 
     def visit_Call(self, node: ast.Call) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import math
 from dataclasses import replace
-from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 from amp_lint.data import ops as optable
 from amp_lint.data import training as trainingdata
@@ -715,7 +715,7 @@ def _note_cast_of_trained(interp: "Interpreter", frame: "Frame", module: Module,
     cast = next((o for o in options(result) if isinstance(o, Module) and o.cast & HALF and o.origin), None)
     if cast is None:
         return
-    wanted = shape(module)
+    wanted = {_identity(o) for o in options(module) if isinstance(o, Module)}
     for value in frame.env.values():
         for option in options(value):
             site = option.get("site") if isinstance(option, Obj) and option.kind == "optimizer" else None
@@ -731,10 +731,18 @@ def _is_parameters(value: Value) -> bool:
     return isinstance(value, Obj) and value.kind == "parameters"
 
 
-def _names_module(params: Value, wanted: object) -> bool:
-    """Whether an optimizer's ``params`` include the parameters of the module of shape ``wanted``."""
-    return any(_is_parameters(leaf) and any(shape(m) == wanted for m in options(leaf.get("module") or UNKNOWN))
+def _names_module(params: Value, wanted: Set[object]) -> bool:
+    """Whether an optimizer's ``params`` include the parameters of a module of identity ``wanted``."""
+    return any(_is_parameters(leaf) and any(isinstance(m, Module) and _identity(m) in wanted
+                                            for m in options(leaf.get("module") or UNKNOWN))
                for leaf in _param_leaves(params))
+
+
+def _identity(module: Module) -> object:
+    """A module as one object, whatever was known of its dtype when it was seen: the optimizer
+    may have recorded it where a branch ruled out a cast (``if train_unet:`` after ``if not
+    train_unet: unet.to(dtype)``) and a later cast sees it with that cast as possible."""
+    return shape(module.cast_to(F32, None))
 
 
 def mutate(interp: "Interpreter", frame: "Frame", node: Optional[ast.AST], new_receiver: Value) -> None:
