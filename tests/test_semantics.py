@@ -1870,3 +1870,20 @@ def test_a_function_picked_by_name_from_many_is_each_of_them(tmp_path: Path) -> 
     assert one(tmp_path, code, "# <-", "pool") == [
         "ext | ext | ext | ext | funcval | ext | funcval"]
     assert "5: AMP203" in _codes(tmp_path, code)
+
+
+def test_a_dtype_test_on_a_model_narrows_its_parameters(tmp_path: Path) -> None:
+    """``if model.dtype != torch.float32: model = model.to(dtype=torch.float32)`` leaves a float32
+    model on both paths: in the else branch the test says its parameters are float32 (before, the
+    half it might have been loaded in stayed there)."""
+    code = """
+    import sys
+    import torch
+    from transformers import AutoModel
+    dtype = torch.float16 if sys.argv[1] == "fp16" else torch.float32
+    encoder = AutoModel.from_pretrained(sys.argv[2], torch_dtype=dtype)
+    if encoder.dtype != torch.float32:
+        encoder = encoder.to(dtype=torch.float32)
+    encoder  # <-
+    """
+    assert one(tmp_path, code, "# <-", "encoder") == ["module transformers.AutoModel with float32 parameters"]

@@ -1837,7 +1837,7 @@ def _exclusive(left: Compared, right: Compared) -> bool:
 
 
 def _dtype_narrowing(test: ast.AST, frame: Frame) -> Optional[Tuple[str, int, bool]]:
-    """``(name, dtypes, holds)`` when ``test`` checks a local tensor's dtype against literal dtypes:
+    """``(name, dtypes, holds)`` when ``test`` checks a local tensor's (or model's) dtype against literal dtypes:
     ``x.dtype == torch.float16`` (holds: x is float16 in the body), ``!=``, ``is``, ``in (...)``,
     ``not in``, ``isinstance(x, torch.cuda.HalfTensor)`` and ``not`` of one (None: no such test)."""
     holds = True
@@ -1889,7 +1889,7 @@ def _aliases(name: str, frame: Frame) -> Tuple[str, ...]:
 def _narrow(env: Dict[str, Value], name: str, dtypes: int, holds: bool) -> None:
     """In a branch where ``name``'s dtype is (``holds``) or is not one of ``dtypes``, drop the
     dtypes it cannot have there (``if x.dtype == torch.float16: x = x.float()`` leaves no float16
-    path); the evidence of a half dtype goes with it."""
+    path); the evidence of a half dtype goes with it. A model's ``dtype`` is its parameters'."""
     value = env.get(name)
     if value is None:
         return
@@ -1899,6 +1899,13 @@ def _narrow(env: Dict[str, Value], name: str, dtypes: int, holds: bool) -> None:
             kept = option.dtypes & dtypes if holds else option.dtypes & ~dtypes
             if kept and kept != option.dtypes:
                 option = replace(option, dtypes=kept, origin=option.origin if kept & HALF else None)
+        elif isinstance(option, Module):  # ``model.dtype``: the dtype of its parameters
+            if holds:  # known now, also where it was not (a loaded model)
+                kept = dtypes & FLOATS if option.cast_unknown or not option.cast else option.cast & dtypes
+            else:
+                kept = option.cast & ~dtypes
+            if kept and (kept != option.cast or option.cast_unknown and holds):
+                option = option.cast_to(kept, option.origin)
         out = join(out, option)
     if out is not None:
         env[name] = out
