@@ -926,7 +926,7 @@ class Interpreter:
     def _cast_by_parameter_data(self, owner_expr: ast.AST, value: Value, node: ast.AST, frame: Frame) -> None:
         """``layer.weight.data = layer.weight.data.half()`` (a hand-written ``convert_weights``, often
         run on every layer by ``model.apply``): the layer owning the parameter now computes in half.
-        Only a value that is half for sure casts; the owner expression is rebound as by ``layer.half()``."""
+        Only a value that is half for sure casts; the cast is in place, as ``layer.half()``'s."""
         if not isinstance(value, Tensor) or value.unknown or not value.dtypes & HALF or value.dtypes & FLOATS & ~HALF:
             return
         owner = frame.record.values.get(id(owner_expr))
@@ -935,8 +935,7 @@ class Interpreter:
             return
         origin = torch_api.module_cast_origin(frame, node)
         cast = union_of(m.cast_to(value.dtypes & HALF, origin) for m in modules)  # type: ignore[union-attr]
-        torch_api.rebind(self, frame, owner_expr, cast)
-        self.add_seed(cast, frame)
+        torch_api.cast_in_place(self, frame, owner, cast, owner_expr)
 
     def store_attr(self, receiver: Value, name: str, value: Value, node: ast.AST, frame: Frame) -> None:
         for option in options(receiver):

@@ -623,9 +623,7 @@ def module_method(interp: "Interpreter", frame: "Frame", module: Module, name: s
     if name in ("half", "bfloat16", "float", "double"):
         bit = {"half": F16, "bfloat16": BF16, "float": F32, "double": F64}[name]
         result = module.cast_to(bit, _origin(frame, node, "module_cast"))
-        _note_cast_of_trained(interp, frame, module, result)
-        mutate(interp, frame, node, result)
-        interp.add_seed(result, frame)
+        cast_in_place(interp, frame, module, result, _receiver(node))
         return result
     if name in ("to", "type"):
         target = _cast_target(args, kwargs)
@@ -636,9 +634,7 @@ def module_method(interp: "Interpreter", frame: "Frame", module: Module, name: s
                 result = replace(result, origin=replace(result.origin, condition=target.origin.condition))
             if target.unknown:
                 result = result.with_unknown()
-            _note_cast_of_trained(interp, frame, module, result)
-            mutate(interp, frame, node, result)
-            interp.add_seed(result, frame)
+            cast_in_place(interp, frame, module, result, _receiver(node))
             return result
         return module
     if name in ("cuda", "cpu", "eval", "train", "requires_grad_", "share_memory", "xpu", "ipu", "to_empty"):
@@ -697,9 +693,7 @@ def _apply_to_layers(interp: "Interpreter", frame: "Frame", module: Module, fn: 
     if not half or not every_layer:
         return module
     result = module.cast_to(half, module_cast_origin(frame, node))
-    _note_cast_of_trained(interp, frame, module, result)
-    mutate(interp, frame, node, result)
-    interp.add_seed(result, frame)
+    cast_in_place(interp, frame, module, result, _receiver(node))
     return result
 
 
@@ -708,7 +702,23 @@ def module_cast_origin(frame: "Frame", node: Optional[ast.AST]) -> Optional[Orig
     return _origin(frame, node, "module_cast")
 
 
-def _note_cast_of_trained(interp: "Interpreter", frame: "Frame", module: Module, result: Value) -> None:
+def cast_in_place(interp: "Interpreter", frame: "Frame", module: Value, result: Value,
+                  target: Optional[ast.AST]) -> None:
+    """A model cast in place (``model.half()``, ``model.apply(to_fp16)``, ``layer.weight.data = ...``):
+    an optimizer already built over its parameters now holds the cast ones, the expression that
+    names it (``target``) holds ``result``, and its layers compute in the new dtype."""
+    _note_cast_of_trained(interp, frame, module, result)
+    if target is not None:
+        rebind(interp, frame, target, result)
+    interp.add_seed(result, frame)
+
+
+def _receiver(node: Optional[ast.AST]) -> Optional[ast.AST]:
+    """The receiver expression of a method call (``model`` in ``model.half()``)."""
+    return node.func.value if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) else None
+
+
+def _note_cast_of_trained(interp: "Interpreter", frame: "Frame", module: Value, result: Value) -> None:
     """A module cast to half in place after an optimizer was built over its parameters (in this
     function): the optimizer now holds half parameters. Noted as pending; an optimizer step after
     the cast makes it a fact (a cast for export after training is none)."""
@@ -746,9 +756,12 @@ def _identity(module: Module) -> object:
 
 
 def mutate(interp: "Interpreter", frame: "Frame", node: Optional[ast.AST], new_receiver: Value) -> None:
-    """A method changed its receiver in place (``model.half()``): rebind the receiver expression."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-        rebind(interp, frame, node.func.value, new_receiver)
+    """A method changed its receiver in place (``parser.add_argument(...)``, ``.half()`` of a value
+    that may be a model or a tensor): rebind the receiver expression. A model known as one is cast
+    through :func:`cast_in_place`."""
+    target = _receiver(node)
+    if target is not None:
+        rebind(interp, frame, target, new_receiver)
 
 
 def rebind(interp: "Interpreter", frame: "Frame", target: ast.AST, value: Value) -> None:

@@ -515,7 +515,8 @@ def _kept_wide(members: List[Value], wide: bool) -> bool:
 
 
 def _a_function(value: Value) -> bool:
-    """A project function (not a method) or a library function, by its reference."""
+    """A project function (not a bound method) or a library name (``torch.tanh``, ``nn.SiLU``):
+    what a dispatcher returns by reference, not an object it built."""
     return isinstance(value, FuncVal) and value.bound is None or isinstance(value, (Ext, Builtin))
 
 
