@@ -1508,6 +1508,82 @@ def test_a_registry_of_many_classes_keeps_each_class(tmp_path: Path) -> None:
     assert _codes(tmp_path, code) == [f"{_line_of(code, '# <- softmax')}: AMP201"]
 
 
+def test_a_nested_function_reads_names_two_closures_out(tmp_path: Path) -> None:
+    """``make_caster(dtype)(scale)`` returns ``apply``, which reads ``scale`` from the function
+    around it and ``dtype`` from the one around that: its result is float16 (before, a nested
+    function saw only the function just around it, and ``dtype`` was unknown)."""
+    code = """
+    import sys
+    import torch
+    def make_caster(dtype):
+        def with_scale(scale):
+            def apply(x):
+                return x.to(dtype) * scale
+            return apply
+        return with_scale
+    to_half = make_caster(torch.float16)(2.0)
+    y = to_half(torch.randn(4))  # <-
+    """
+    assert one(tmp_path, code, "# <-", "y") == ["tensor float16"]
+
+
+def test_a_global_statement_makes_a_functions_store_reach_the_module(tmp_path: Path) -> None:
+    """``global model`` in a setup function: the half model it builds is the module's ``model``,
+    read by a request handler no call reaches (analysed on its own); ``nonlocal`` likewise reaches
+    the enclosing call's name. Before, both stores stayed local to the function and the handler's
+    model was the module's ``None``."""
+    code = """
+    import torch
+    model = None
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(8, 8)
+        def forward(self, x):
+            return self.proj(x)
+    def setup():
+        global model
+        model = Net().half()
+    def handle(request):
+        scores = model(torch.randn(2, 8).half())  # <- handle
+        return scores
+    def make_counter():
+        seen = torch.zeros(4)
+        def add(x):
+            nonlocal seen
+            seen = x.half() * 2
+        add(torch.ones(4))
+        total = seen  # <- nonlocal
+        return total
+    setup()
+    make_counter()
+    """
+    assert one(tmp_path, code, "# <- handle", "scores") == ["tensor float16 (or unknown)"]  # or None: not set up
+    assert one(tmp_path, code, "# <- nonlocal", "total") == ["tensor float16 or float32"]
+
+
+def test_a_list_grown_in_a_loop_yields_what_was_appended(tmp_path: Path) -> None:
+    """``outs = []`` then ``outs.append(model(b))`` in a loop: after the loop the list is the empty
+    list or the appended outputs, and ``torch.cat(outs)`` (or iterating it) gives the half outputs;
+    the empty list yields nothing (before, the join of the two made the elements unknown)."""
+    code = """
+    import sys
+    import torch
+    net = torch.nn.Linear(8, 8).half()
+    def predict(batches):
+        outs = []
+        for b in batches:
+            outs.append(net(b.half()))
+        logits = torch.cat(outs, dim=0)  # <- cat
+        for row in outs:
+            peak = row.max()  # <- iterate
+        return logits
+    predict(sys.argv)
+    """
+    assert one(tmp_path, code, "# <- cat", "logits") == ["tensor float16"]
+    assert one(tmp_path, code, "# <- iterate", "peak") == ["tensor float16 (or unknown)"]
+
+
 def test_a_list_registry_filled_by_a_helper_function_holds_every_appended_instance(tmp_path: Path) -> None:
     """``register(cls)`` appends ``cls()`` to a module's list (a chooser of model loaders): the list
     holds each registered loader, so the one chosen by a loop over it loads the half model (before,

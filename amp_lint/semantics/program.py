@@ -85,6 +85,28 @@ class SourceModule:
         return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+class Closure:
+    """The names a nested function reads from the functions around it: the environment of the
+    call that ran its ``def``, then that function's own closure. The environment is shared, not
+    copied, as Python's cells are: a name the enclosing call binds later, or a ``nonlocal`` store
+    of the nested function, is seen by both."""
+
+    __slots__ = ("env", "parent")
+
+    def __init__(self, env: Dict[str, Value], parent: Optional["Closure"]) -> None:
+        self.env = env
+        self.parent = parent
+
+    def find(self, name: str) -> Optional["Closure"]:
+        """The innermost environment that binds ``name``."""
+        scope: Optional[Closure] = self
+        while scope is not None:
+            if name in scope.env:
+                return scope
+            scope = scope.parent
+        return None
+
+
 @dataclass(eq=False)
 class FunctionInfo:
     """A ``def`` (or lambda) of the program."""
@@ -101,6 +123,21 @@ class FunctionInfo:
     @property
     def name(self) -> str:
         return getattr(self.node, "name", "<lambda>")
+
+    def declared(self) -> Tuple[Set[str], Set[str]]:
+        """The names its ``global`` and its ``nonlocal`` statements declare (its own scope only)."""
+        cached = self.__dict__.get("_declared")
+        if cached is None:
+            globals_: Set[str] = set()
+            nonlocals: Set[str] = set()
+            if not isinstance(self.node, ast.Lambda):
+                for node in walk_scope(self.node):
+                    if isinstance(node, ast.Global):
+                        globals_.update(node.names)
+                    elif isinstance(node, ast.Nonlocal):
+                        nonlocals.update(node.names)
+            cached = self.__dict__["_declared"] = (globals_, nonlocals)
+        return cached
 
 
 @dataclass(eq=False)

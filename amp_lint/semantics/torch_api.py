@@ -682,7 +682,8 @@ def _apply_to_layers(interp: "Interpreter", frame: "Frame", module: Module, fn: 
         if isinstance(option, FuncVal):
             changed: Dict[int, Value] = {}
             offset = 0 if option.bound is None else 1
-            interp.call_function(option.info, option.bound, [layer], {}, frame, node, changed=changed)
+            interp.call_function(option.info, option.bound, [layer], {}, frame, node, changed=changed,
+                                 closure=option.closure)
             for member in options(changed.get(offset) or UNKNOWN):
                 cast = member.cast if isinstance(member, Module) and not member.cast_unknown else 0
                 half |= cast & HALF

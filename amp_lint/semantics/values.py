@@ -413,9 +413,13 @@ class FuncVal(Value):
 
     info: Any  # semantics.program.FunctionInfo
     bound: Optional[Value] = None
+    #: a nested function's free names: the environments of the calls that defined it
+    #: (semantics.program.Closure; the same ``def`` run by two calls makes two functions)
+    closure: Any = None
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is FuncVal and self.info is other.info and self.bound == other.bound  # type: ignore[attr-defined]
+        return (type(other) is FuncVal and self.info is other.info and self.bound == other.bound  # type: ignore[attr-defined]
+                and self.closure is other.closure)  # type: ignore[attr-defined]
 
     def __hash__(self) -> int:
         return hash((4, id(self.info), self.bound))
@@ -605,6 +609,14 @@ def _elem(value: Value) -> Value:
         return out if out is not None else UNKNOWN
     if isinstance(value, Coll):
         return value.elem
+    if isinstance(value, Union) and all(isinstance(o, (Seq, Coll)) for o in options(value)):
+        # a list grown in a loop: ``[]`` before it, its appends after. A value that may also be
+        # something else (a tensor, unknown) stays unknown: what it yields is not known
+        joined: Optional[Value] = None
+        for option in options(value):
+            if not (isinstance(option, Seq) and not option.items):  # an empty list yields nothing
+                joined = join(joined, _elem(option))
+        return joined if joined is not None else UNKNOWN
     return UNKNOWN
 
 
