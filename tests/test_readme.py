@@ -136,3 +136,13 @@ def test_tour_check_notices_a_stale_block() -> None:
     block = "```console\n$ amp-lint rule AMP000 | head -n 1\n# not what it prints\n```\n"
     assert tour.check(block)
     assert tour.rewrite(block) == "```console\n$ amp-lint rule AMP000 | head -n 1\n# syntax-error (AMP000)\n```\n"
+
+
+def test_tour_compares_run_times_loosely_and_losses_to_the_last_digits() -> None:
+    """Run times never make a block stale; a loss differing in its last printed digit (fp16 on CPUs
+    with and without native fp16 kernels) does not either, but a larger difference or other text does."""
+    same = _tour()._same
+    assert same(["   1  0.381634  stopped after 8 steps, 5.4 s"], ["   1  0.381633  stopped after 8 steps, 2.7 s"])
+    assert not same(["   1  0.381634"], ["   1  0.381734"])
+    assert not same(["   1  0.381634  no"], ["   1  0.381634  yes"])
+    assert not same(["   1  0.381634"], ["   1  0.381634", "   2  0.363615"])
