@@ -1584,6 +1584,22 @@ def test_a_list_grown_in_a_loop_yields_what_was_appended(tmp_path: Path) -> None
     assert one(tmp_path, code, "# <- iterate", "peak") == ["tensor float16 (or unknown)"]
 
 
+def test_a_method_called_on_what_may_be_none_continues_with_the_other_options(tmp_path: Path) -> None:
+    """``x.to(dtype=torch.float32)`` where ``x`` may be None (a script that passes no input on one
+    path): None has no ``.to``, so the call raises there and the result is the float32 tensor only
+    (before, the None made it "float32 (or unknown)", and an unknown operand never promotes a half
+    one: ``x + half_skip`` came out float16)."""
+    code = """
+    import sys
+    import torch
+    def embed(x, skip):
+        x = x.to(dtype=torch.float32)  # <-
+        return x + skip
+    out = embed(None if sys.argv[1] else torch.randn(2, 8), torch.randn(2, 8).half())
+    """
+    assert one(tmp_path, code, "# <-", "x.to(dtype=torch.float32)") == ["tensor float32"]
+
+
 def test_a_list_registry_filled_by_a_helper_function_holds_every_appended_instance(tmp_path: Path) -> None:
     """``register(cls)`` appends ``cls()`` to a module's list (a chooser of model loaders): the list
     holds each registered loader, so the one chosen by a loop over it loads the half model (before,

@@ -1419,7 +1419,7 @@ class Interpreter:
         if isinstance(func, ast.Attribute):
             receiver = self.ev(func.value, frame)
             parts = []
-            for option in options(receiver):  # a tensor's (or unknown's) attribute called is its method
+            for option in _callable_receivers(receiver, func.attr):  # a tensor's (or unknown's) attribute called is its method
                 parts.append(Method(option, func.attr) if isinstance(option, Tensor) or option is UNKNOWN else
                              self._getattr(option, func.attr, frame, func))
             if isinstance(receiver, Union) and receiver.wide:
@@ -1818,6 +1818,17 @@ def _refuted_flags(test: ast.AST, module: SourceModule) -> Tuple[List[str], List
         text, negated = condition_texts(test, module)
         return [negated], [text]
     return [], []
+
+
+def _callable_receivers(receiver: Value, method: str) -> Tuple[Value, ...]:
+    """The options of ``receiver`` a call of its ``method`` continues with: ``None`` has no methods
+    besides the object protocol, so ``x.to(torch.float32)`` where ``x`` may be None (a first block
+    given no input) continues only with the other options; only None: unknown."""
+    found = options(receiver)
+    if method.startswith("__") or not any(o == NONE for o in found):
+        return found
+    rest = tuple(o for o in found if o != NONE)
+    return rest or (UNKNOWN,)
 
 
 def _open_passed_dicts(node: ast.Call, frame: Frame) -> None:
