@@ -1600,6 +1600,23 @@ def test_a_method_called_on_what_may_be_none_continues_with_the_other_options(tm
     assert one(tmp_path, code, "# <-", "x.to(dtype=torch.float32)") == ["tensor float32"]
 
 
+def test_arithmetic_with_a_module_or_none_option_takes_the_other_options(tmp_path: Path) -> None:
+    """``x.to(torch.float32)`` of an unknown ``x`` may be a module or a tensor; adding a half tensor
+    to a module raises, so the sum is the float32 tensor's (before, the module option made it
+    "float32 (or unknown)", and the unknown part lets the next half operand win: an unknown
+    operand never promotes a half one)."""
+    code = """
+    import sys
+    import torch
+    def head(x, bias):
+        x = x.to(torch.float32)
+        y = x + bias  # <-
+        return y
+    head(torch.load(sys.argv[1]), torch.zeros(8).half())
+    """
+    assert one(tmp_path, code, "# <-", "y") == ["tensor float32"]
+
+
 def test_a_list_registry_filled_by_a_helper_function_holds_every_appended_instance(tmp_path: Path) -> None:
     """``register(cls)`` appends ``cls()`` to a module's list (a chooser of model loaders): the list
     holds each registered loader, so the one chosen by a loop over it loads the half model (before,

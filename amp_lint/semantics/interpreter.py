@@ -1082,6 +1082,8 @@ class Interpreter:
         out: Optional[Value] = None
         for a in options(left):
             for b in options(right):
+                if _raises_in_arithmetic(a, b):
+                    continue  # that path stops here: the other pairs make the result
                 out = join(out, torch_api.binop(self, frame, op, a, b, node))
         return out if out is not None else UNKNOWN
 
@@ -1818,6 +1820,16 @@ def _refuted_flags(test: ast.AST, module: SourceModule) -> Tuple[List[str], List
         text, negated = condition_texts(test, module)
         return [negated], [text]
     return [], []
+
+
+def _raises_in_arithmetic(a: Value, b: Value) -> bool:
+    """Arithmetic of None, or of a module with a tensor or a number, raises TypeError (an unknown
+    value's ``x.to(torch.float32)`` may be a module or a tensor: the sum with a tensor is the
+    tensor's)."""
+    if a == NONE or b == NONE:
+        return True
+    return isinstance(a, Module) and isinstance(b, (Tensor, Scalar)) or \
+        isinstance(b, Module) and isinstance(a, (Tensor, Scalar))
 
 
 def _callable_receivers(receiver: Value, method: str) -> Tuple[Value, ...]:
