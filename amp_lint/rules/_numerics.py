@@ -148,6 +148,11 @@ def is_fill_call(callee, node: ast.Call) -> bool:
 def fill_sites(obs: Observation, node: ast.AST) -> List[FillSite]:
     """The fill sites of ``node`` in this observation."""
     out: List[FillSite] = []
+    if isinstance(node, ast.Assign):  # ``scores[:, 1:] = -1e9``: an indexed store of a constant
+        target = node.targets[0] if len(node.targets) == 1 else None
+        if isinstance(target, ast.Subscript):
+            out.append(FillSite(node.value, target.value, half_tensor(obs.value(target.value))))
+        return out
     if isinstance(node, ast.BinOp):
         if isinstance(node.op, (ast.Add, ast.Sub)):
             for tensor, other in ((node.left, node.right), (node.right, node.left)):

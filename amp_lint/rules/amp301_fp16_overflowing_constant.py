@@ -27,16 +27,18 @@ class Fp16OverflowingConstant(Rule):
     Finds a literal with magnitude above 65504 used as a fill / mask / sentinel value on a tensor
     that is float16 in its context: `masked_fill(mask, -1e9)`, `fill_`, `index_fill`, `new_full`,
     `torch.full(..., dtype=torch.float16)`, `clamp(min=...)`, `torch.where(mask, -1e9, x)`, the
-    additive mask `x + mask * -1e9`, and a mask scaled in half on its own (`bias = (1.0 - m) * -1e10`,
-    reported at the product). It applies inside autocast too: matmul outputs are float16
-    there. bfloat16 has the range of float32, so `-1e9` on bf16 is fine.
+    additive mask `x + mask * -1e9`, a mask scaled in half on its own (`bias = (1.0 - m) * -1e10`,
+    reported at the product), and an indexed store `scores[:, 1:] = -1e9` (reported at the
+    statement). It applies inside autocast too: matmul outputs are float16 there. bfloat16 has the
+    range of float32, so `-1e9` on bf16 is fine.
 
     ## Why is this bad?
     `masked_fill`, `fill_`, `new_full`, `full` and `index_fill` raise
     `RuntimeError: value cannot be converted to type c10::Half without overflow` (older releases:
-    `at::Half`). Arithmetic silently produces `-inf`, and so does `torch.where(mask, x, -1e9)` on
-    the CPU, while on CUDA it raises the same error; a fully-masked row of a softmax filled with
-    `-inf` becomes NaN.
+    `at::Half`). Arithmetic and an indexed store (`scores[:, 1:] = -1e9`) silently produce `-inf`,
+    and so does `torch.where(mask, x, -1e9)` on the CPU, while on CUDA it raises the same error; a
+    fully-masked row of a softmax filled with `-inf` becomes NaN, and a beam score meant as a large
+    finite penalty becomes `-inf`.
 
     ## Fix safety
     The fix uses the extreme of the filled tensor's own dtype: `torch.finfo(scores.dtype).min`
@@ -46,7 +48,8 @@ class Fp16OverflowingConstant(Rule):
     - Measured with torch 2.13.0 (CPU): on a float16 tensor, `masked_fill`, `fill_`, `new_full`,
       `torch.full(..., dtype=torch.float16)` and `index_fill` with -1e9 raise `RuntimeError: value
       cannot be converted to type c10::Half without overflow`; `torch.where(mask, torch.tensor(-1e9), x)`
-      and `x + 1e9` silently give `inf`; -65504 and `float("-inf")` are accepted
+      and `x + 1e9` silently give `inf`, as does `t[:, 1:] = -1e9` (`-inf` stored); -65504 and
+      `float("-inf")` are accepted
     - Measured with torch 2.11.0+cu130 on an NVIDIA H100 (`tests/data/cuda_dtypes.json`): under
       `torch.autocast("cuda", dtype=torch.float16)`, `masked_fill(mask, -1e9)` and
       `torch.where(mask, x, -1e9)` of a matmul output raise `value cannot be converted to type c10::Half
@@ -156,11 +159,34 @@ class Fp16OverflowingConstant(Rule):
             bias = torch.full((4, 4), torch.finfo(torch.float16).min, dtype=torch.float16)
             """,
         ),
+        Invalid(
+            """
+            import torch
+            def init_beams(enc, beams):
+                scores = enc.new_zeros(enc.size(0), beams)
+                scores[:, 1:] = -1e9
+                return scores
+            init_beams(torch.randn(2, 8).half(), 4)
+            """,
+            expected="""
+            import torch
+            def init_beams(enc, beams):
+                scores = enc.new_zeros(enc.size(0), beams)
+                scores[:, 1:] = torch.finfo(scores.dtype).min
+                return scores
+            init_beams(torch.randn(2, 8).half(), 4)
+            """,
+        ),
     ]
 
     def visit_Call(self, node: ast.Call) -> None:
         if is_fill_call(self.ctx.callee(node), node):
             self._check(node)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        target = node.targets[0] if len(node.targets) == 1 else None
+        if isinstance(target, ast.Subscript) and isinstance(node.value, (ast.Constant, ast.UnaryOp)):
+            self._check(node, target.value)  # ``scores[:, 1:] = -1e9``: observed through the container
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
         parent = self.ctx.parent()
@@ -171,11 +197,11 @@ class Fp16OverflowingConstant(Rule):
                 return  # the additive mask ``x + m * -1e9`` on a half ``x``: reported at the addition
         self._check(node)
 
-    def _check(self, node: ast.AST) -> None:
+    def _check(self, node: ast.AST, observed: Optional[ast.AST] = None) -> None:
         hazards: List[Hazard] = []
         chosen: Optional[FillSite] = None
         negative = False
-        for obs in self.ctx.observations(node):
+        for obs in self.ctx.observations(observed if observed is not None else node):
             for site in fill_sites(obs, node):
                 value = obs.value(site.value)
                 if not isinstance(value, Scalar) or value.number is None or value.finfo is not None:
