@@ -73,6 +73,15 @@ class Fp16OverflowingConstant(Rule):
         scores = scores.masked_fill(scores > 0, -1e4)
         scores = scores.masked_fill(scores > 0, float("-inf"))
         """),
+        # indexed stores: -1e9 into a float32 tensor, and values a float16 tensor holds
+        Valid("""
+        import torch
+        beams = torch.zeros(2, 4)
+        beams[:, 1:] = -1e9
+        half_beams = torch.zeros(2, 4).half()
+        half_beams[:, 1:] = -1e4
+        half_beams[:, 2:] = float("-inf")
+        """),
     ]
     INVALID = [
         Invalid(

@@ -407,11 +407,6 @@ class Interpreter:
             scope = frame.closure.find(name)
             if scope is not None:
                 return scope.env[name]
-        elif frame.info is not None and frame.info.closure is not None:
-            # a nested function analysed on its own: the environment of its ``def``'s last run
-            value = frame.info.closure.get(name)
-            if value is not None:
-                return value
         if frame.info is not None or frame.cls is not None:
             value = self.global_env(frame.module).get(name)
             if value is not None:
@@ -821,8 +816,7 @@ class Interpreter:
             self.ev(default, frame)
         closure = None
         if frame.info is not None:
-            info.closure = frame.env
-            closure = Closure(frame.env, frame.closure)
+            closure = info.closure = Closure(frame.env, frame.closure)
         decorators = [self.ev(d, frame) for d in node.decorator_list]  # type: ignore[attr-defined]
         info.decorators = decorators  # type: ignore[attr-defined]
         value: Value = FuncVal(info, None, closure)
@@ -943,7 +937,7 @@ class Interpreter:
         """A store to a name the function declares ``global`` (``global model; model = Net().half()``
         in a setup function) or ``nonlocal`` also reaches the module's or the enclosing call's
         binding, joined with what it held: whether and when the function runs is not known there."""
-        globals_, nonlocals = frame.info.declared()  # type: ignore[union-attr]
+        globals_, nonlocals = frame.info.declared  # type: ignore[union-attr]
         if name in globals_:
             held: Optional[Dict[str, Value]] = self.global_env(frame.module)
         elif name in nonlocals and frame.closure is not None:
@@ -1219,8 +1213,10 @@ class Interpreter:
         if info is None:
             info = FunctionInfo(node, frame.module, "<lambda>")
             self.functions[id(node)] = info
-        info.closure = frame.env
-        return FuncVal(info, None, Closure(frame.env, frame.closure) if frame.info is not None else None)
+        closure = None
+        if frame.info is not None:
+            closure = info.closure = Closure(frame.env, frame.closure)
+        return FuncVal(info, None, closure)
 
     def _e_namedexpr(self, node: ast.NamedExpr, frame: Frame) -> Value:
         value = self.ev(node.value, frame)
@@ -1421,7 +1417,7 @@ class Interpreter:
         if isinstance(func, ast.Attribute):
             receiver = self.ev(func.value, frame)
             parts = []
-            for option in _callable_receivers(receiver, func.attr):  # a tensor's (or unknown's) attribute called is its method
+            for option in _callable_receivers(receiver, func.attr):  # a tensor's (or unknown's) is its method
                 parts.append(Method(option, func.attr) if isinstance(option, Tensor) or option is UNKNOWN else
                              self._getattr(option, func.attr, frame, func))
             if isinstance(receiver, Union) and receiver.wide:
@@ -1667,7 +1663,7 @@ class Interpreter:
         outer_reading, self.reading = self.reading, set()
         record = self._record(info.node, info.module, state, stack, context_free, origin)
         frame = Frame(info.module, info, dict(env), record, state, stack, cls=None)
-        frame.closure = closure
+        frame.closure = closure if closure is not None else info.closure
         try:
             fnode = info.node
             if isinstance(fnode, ast.Lambda):

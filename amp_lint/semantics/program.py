@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import os
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import PurePosixPath
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
@@ -115,8 +116,9 @@ class FunctionInfo:
     module: SourceModule
     qualname: str
     cls: Optional["ClassInfo"] = None
-    #: the environment of the function that defines a nested function (read for free names)
-    closure: Optional[Dict[str, Value]] = None
+    #: a nested function's closure from the last run of its ``def``: read when it is analysed
+    #: without a :class:`FuncVal` that carries its own (on its own, as a method of a local class)
+    closure: Optional[Closure] = None
     contexts: int = 0  # analyses run (one per distinct calling context)
     exact_contexts: int = 0  # own contexts given, past the widening, to calls a widened context did not cover
 
@@ -124,20 +126,17 @@ class FunctionInfo:
     def name(self) -> str:
         return getattr(self.node, "name", "<lambda>")
 
+    @cached_property
     def declared(self) -> Tuple[Set[str], Set[str]]:
         """The names its ``global`` and its ``nonlocal`` statements declare (its own scope only)."""
-        cached = self.__dict__.get("_declared")
-        if cached is None:
-            globals_: Set[str] = set()
-            nonlocals: Set[str] = set()
-            if not isinstance(self.node, ast.Lambda):
-                for node in walk_scope(self.node):
-                    if isinstance(node, ast.Global):
-                        globals_.update(node.names)
-                    elif isinstance(node, ast.Nonlocal):
-                        nonlocals.update(node.names)
-            cached = self.__dict__["_declared"] = (globals_, nonlocals)
-        return cached
+        globals_: Set[str] = set()
+        nonlocals: Set[str] = set()
+        for node in walk_scope(self.node):
+            if isinstance(node, ast.Global):
+                globals_.update(node.names)
+            elif isinstance(node, ast.Nonlocal):
+                nonlocals.update(node.names)
+        return globals_, nonlocals
 
 
 @dataclass(eq=False)
