@@ -1996,3 +1996,215 @@ def test_a_dtype_test_on_a_model_narrows_its_parameters(tmp_path: Path) -> None:
     encoder  # <-
     """
     assert one(tmp_path, code, "# <-", "encoder") == ["module transformers.AutoModel with float32 parameters"]
+
+
+# -- other libraries' tensor functions, namedtuples, imports inside packages -----------------------
+def test_einops_reshapes_keep_the_dtype_and_its_layer_runs_in_a_sequential(tmp_path: Path) -> None:
+    """``rearrange``/``repeat`` reorder a tensor in its own dtype, and ``einops.einsum`` is torch's
+    einsum with the pattern last (before, each returned an unknown value, hiding the half scores)."""
+    code = """
+    import torch
+    import torch.nn as nn
+    import einops
+    from einops import rearrange, repeat
+    from einops.layers.torch import Rearrange
+    q = torch.randn(2, 16, 64, dtype=torch.float16)
+    heads = rearrange(q, "b n (h d) -> b h n d", h=4)
+    tiled = repeat(q, "b n d -> b r n d", r=2)
+    scores = einops.einsum(heads, heads, "b h i d, b h j d -> b h i j")
+    patches = nn.Sequential(Rearrange("b c h w -> b (h w) c"), nn.LayerNorm(8)).half()
+    tokens = patches(torch.randn(1, 8, 4, 4).half())
+    heads, tiled, scores, tokens  # <-
+    """
+    found = values_at(tmp_path, {"m.py": code}, "m.py", "# <-")
+    assert [ctx["heads"] for ctx in found] == ["tensor float16"]
+    assert [ctx["tiled"] for ctx in found] == ["tensor float16"]
+    assert [ctx["scores"] for ctx in found] == ["tensor float16"]
+    assert [ctx["tokens"] for ctx in found] == ["tensor float16"]
+
+
+def test_a_checkpointed_function_runs_on_its_arguments(tmp_path: Path) -> None:
+    """``torch.utils.checkpoint.checkpoint(fn, *args, use_reentrant=False)`` returns ``fn(*args)``:
+    the function is analysed with those arguments (before, the result was unknown and the function
+    ran only without a caller)."""
+    code = """
+    import torch
+    import torch.nn as nn
+    from torch.utils.checkpoint import checkpoint
+
+    class Mixer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(32, 32)
+
+        def scores(self, x):
+            s = self.proj(x) @ x.transpose(-1, -2)
+            return s.softmax(-1)
+
+        def forward(self, x):
+            return checkpoint(self.scores, x, use_reentrant=False)
+
+    net = Mixer().half()
+    out = net(torch.randn(2, 8, 32, dtype=torch.float16))  # <-
+    """
+    assert one(tmp_path, code, "# <-", "out") == ["tensor float16"]
+    assert f"{_line_of(code, 'return s.softmax')}: AMP201" in _codes(tmp_path, code)
+
+
+def test_a_namedtuple_output_keeps_its_fields(tmp_path: Path) -> None:
+    code = """
+    import collections
+    import torch
+    import torch.nn as nn
+
+    Output = collections.namedtuple("Output", "logits hidden")
+
+    class Head(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.out = nn.Linear(16, 100)
+
+        def forward(self, h):
+            return Output(logits=self.out(h), hidden=h)
+
+    head = Head().half()
+    result = head(torch.randn(4, 16).half())
+    logits = result.logits  # <-
+    first, second = result
+    """
+    assert one(tmp_path, code, "# <-", "logits") == ["tensor float16"]
+    assert one(tmp_path, code, "first, second", "first") == ["tensor float16"]
+
+
+def test_a_layer_with_half_weights_outputs_half_whatever_its_input_is_known_as(tmp_path: Path) -> None:
+    """Outside autocast a layer's input must match its weights: weights known to be float16 make
+    the output float16 even where the input is a union the analysis cannot narrow."""
+    code = """
+    import sys
+    import torch
+    import torch.nn as nn
+    head = nn.Linear(64, 1000, dtype=torch.float16)
+    h = torch.randn(2, 64, dtype=torch.float16) if len(sys.argv) > 1 else [1.0] * 64
+    logits = head(h)  # <-
+    """
+    assert one(tmp_path, code, "# <-", "logits") == ["tensor float16"]
+
+
+def test_a_package_module_imports_the_library_not_a_sibling_of_the_same_name(tmp_path: Path) -> None:
+    """Python 3 has no implicit relative imports: ``import torch`` in ``pkg/sampling.py`` is the
+    library even beside ``pkg/torch.py`` (a helpers module); a script in a plain folder still
+    imports its siblings first."""
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/torch.py": """
+        import torch
+        def autocast_off():
+            return torch.autocast("cuda", enabled=False)
+        """,
+        "pkg/sampling.py": """
+        import torch
+        def sample(logits):
+            probs = torch.softmax(logits, dim=-1)  # <-
+            return torch.multinomial(probs, 1)
+        sample(torch.randn(2, 50).half())
+        """,
+        "tools/helpers.py": "SCALE = 2\n",
+        "tools/run.py": """
+        import helpers
+        factor = helpers.SCALE  # <-
+        """,
+    }
+    assert value_of(tmp_path, files, "pkg/sampling.py", "# <-", "probs") == ["tensor float16"]
+    assert value_of(tmp_path, files, "tools/run.py", "# <-", "factor") == ["scalar 2"]
+
+
+def test_functools_partial_calls_its_function_with_the_bound_arguments(tmp_path: Path) -> None:
+    """``partial(torch.autocast, device_type=..., dtype=...)`` used as ``with amp_autocast():`` is an
+    autocast region, and ``partial(FSDP, mixed_precision=...)(model)`` wraps the model as FSDP
+    would (before, a partial object was unknown, and so was everything it made)."""
+    code = """
+    from contextlib import suppress
+    from functools import partial
+    import sys
+    import torch
+    import torch.nn as nn
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, MixedPrecision
+
+    amp_autocast = partial(torch.autocast, device_type="cuda", dtype=torch.float16)
+    wrap = partial(FSDP, mixed_precision=MixedPrecision(param_dtype=torch.bfloat16), use_orig_params=True)
+    net = wrap(nn.Linear(8, 8))
+    with amp_autocast():
+        y = nn.Linear(8, 8)(torch.randn(2, 8))
+    y, net  # <-
+    """
+    found = values_at(tmp_path, {"m.py": code}, "m.py", "# <-")
+    assert [ctx["y"] for ctx in found] == ["tensor float16"]
+    assert [ctx["net"] for ctx in found] == ["module torch.nn.Linear with bfloat16 parameters"]
+
+
+def test_a_default_that_is_a_class_or_a_partial_is_what_the_def_saw(tmp_path: Path) -> None:
+    """``norm_layer=partial(nn.LayerNorm, eps=1e-6)`` and ``act=nn.GELU`` defaults are the objects
+    their expressions were when the ``def`` ran (before, a default that is not a literal was unknown,
+    and so was every layer built from it)."""
+    code = """
+    from functools import partial
+    import torch.nn as nn
+
+    class Block(nn.Module):
+        def __init__(self, dim, norm_layer=partial(nn.LayerNorm, eps=1e-6), act=nn.GELU):
+            super().__init__()
+            self.norm = norm_layer(dim)  # <-
+            self.act = act()
+
+    Block(64)
+    """
+    found = values_at(tmp_path, {"m.py": code}, "m.py", "# <-")
+    assert [ctx["self.norm"] for ctx in found] == ["module torch.nn.LayerNorm with float32 parameters"]
+
+
+def test_a_typing_named_tuple_class_is_a_tuple_with_named_fields(tmp_path: Path) -> None:
+    code = """
+    from typing import NamedTuple, Optional
+    import torch
+
+    class Scores(NamedTuple):
+        logits: torch.Tensor
+        mask: Optional[torch.Tensor] = None
+
+    out = Scores(torch.randn(2, 5).half(), mask=torch.ones(2, 5, dtype=torch.bool))
+    logits, mask = out.logits, out[1]  # <-
+    """
+    found = values_at(tmp_path, {"m.py": code}, "m.py", "# <-")
+    assert [ctx["logits"] for ctx in found] == ["tensor float16"]
+    assert [ctx["mask"] for ctx in found] == ["tensor bool"]
+
+
+def test_what_no_grad_computes_carries_no_half_graph_to_a_later_backward(tmp_path: Path) -> None:
+    """Features computed under ``torch.inference_mode()`` and fp16 autocast, then upcast and fed to
+    an fp32 probe: the probe's loss has no gradient path through half ops (before, AMP102 asked for
+    a GradScaler). Without the no-grad block the backward does run through the half features."""
+    code = """
+    import torch
+    import torch.nn as nn
+    backbone = nn.Linear(32, 32).cuda()
+    probe = nn.Linear(32, 10).cuda()
+    opt = torch.optim.SGD(probe.parameters(), lr=0.1)
+
+    @torch.no_grad()
+    def embed(x):
+        with torch.autocast("cuda", dtype=torch.float16):
+            return backbone(x)
+
+    for step in range(10):
+        x = torch.randn(8, 32, device="cuda")
+        with torch.inference_mode():
+            with torch.autocast("cuda", dtype=torch.float16):
+                feats = backbone(x)
+        loss = nn.functional.cross_entropy(probe(feats.float()), torch.zeros(8, dtype=torch.long, device="cuda"))
+        loss.backward()  # <-
+        loss2 = nn.functional.cross_entropy(probe(embed(x).float()), torch.zeros(8, dtype=torch.long, device="cuda"))
+        loss2.backward()
+        opt.step()
+    """
+    assert "AMP102" not in " ".join(_codes(tmp_path, code))
+    assert "AMP102" in " ".join(_codes(tmp_path, code.replace("with torch.inference_mode():", "if True:")))

@@ -127,6 +127,10 @@ NULL_CONTEXTS: FrozenSet[str] = frozenset({
     "torch.profiler.profile", "torch.profiler.record_function", "torch.backends.cuda.sdp_kernel",
     "torch.nn.attention.sdpa_kernel",
 })
+#: Context managers (and decorators) under which no autograd graph is recorded: what is computed
+#: there carries no gradient back through its half ops.
+NO_GRAD_CONTEXTS: FrozenSet[str] = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad",
+                                              "torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode"})
 #: FSDP mixed-precision configurations (``param_dtype=`` casts parameters for compute, fp32 kept).
 FSDP_MIXED_PRECISION: FrozenSet[str] = frozenset({
     "torch.distributed.fsdp.MixedPrecision", "torch.distributed.fsdp.fully_sharded_data_parallel.MixedPrecision",

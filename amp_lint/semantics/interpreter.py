@@ -125,7 +125,7 @@ class Frame:
     """The state of one running scope."""
 
     __slots__ = ("module", "info", "env", "record", "state", "stack", "returns", "mutated", "assigned", "loops",
-                 "cls", "autocast_origin", "context_free", "yields", "statement", "closure")
+                 "cls", "autocast_origin", "context_free", "yields", "statement", "closure", "no_grad")
 
     def __init__(self, module: SourceModule, info: Optional[FunctionInfo], env: Dict[str, Value], record: Record,
                  state: State, stack: Tuple[CallSite, ...], cls: Optional[ClassInfo] = None) -> None:
@@ -145,6 +145,7 @@ class Frame:
         self.yields: Optional[Value] = None
         self.statement: Optional[ast.AST] = None  # the call an expression statement consists of
         self.closure: Optional[Closure] = None  # a nested function's enclosing environments
+        self.no_grad = False  # inside ``with torch.no_grad():`` (what it computes has no graph)
 
 
 _BUILTIN_NAMES = frozenset({
@@ -348,13 +349,13 @@ class Interpreter:
         frame = Frame(where, None, {}, record, None, ())
         site = CallSite(origin.path if origin else where.relpath, origin.line if origin else 0, forward.qualname,
                         seeded=self._seed_is_guess(seed, origin), via_cast=True)
-        env, names = bind_arguments(forward.node, seed, [UNKNOWN] * max(count, 0), {}, None)
+        env, names = bind_arguments(forward.node, seed, [UNKNOWN] * max(count, 0), {}, forward.default_values)
         uses = self.half_uses.get(_use_key(seed, origin), set()) if origin is not None else set()
         passed = self.passed_args.get(id(forward.node))
         if uses & {"__call__", "forward"} and passed is not None and "*" not in passed:
             for name, default in parameter_defaults(forward.node, forward.module.relpath).items():
                 if name not in passed:
-                    env[name] = default
+                    env[name] = forward.default_values.get(name, default) if default is UNKNOWN else default
         self._invoke(forward, env, names, None, (site,), origin=None)
         del frame
 
@@ -578,6 +579,8 @@ class Interpreter:
 
     def _s_return(self, node: ast.Return, frame: Frame) -> bool:
         value = self.ev(node.value, frame) if node.value is not None else NONE
+        if frame.no_grad:
+            value = torch_api.detached(value)
         frame.returns = join(frame.returns, value)
         return False
 
@@ -774,8 +777,10 @@ class Interpreter:
 
     def _s_with(self, node: ast.AST, frame: Frame) -> bool:
         states: List[Tuple[State, Optional[Origin]]] = [(frame.state, frame.autocast_origin)]
+        no_grad = False
         for item in node.items:  # type: ignore[attr-defined]
             cm = self.ev(item.context_expr, frame)
+            no_grad = no_grad or torch_api.is_no_grad(cm)
             if item.optional_vars is not None:
                 self.bind(item.optional_vars, torch_api.enter_value(cm), frame)
             new: List[Tuple[State, Optional[Origin]]] = []
@@ -786,6 +791,18 @@ class Interpreter:
                     if option not in new:
                         new.append(option)
             states = new or states
+        if no_grad and not frame.no_grad:  # values made in the block carry no graph out of it
+            before = frame.env
+            frame.no_grad = True
+            try:
+                alive = self._with_body(node, frame, states)
+            finally:
+                frame.no_grad = False
+            frame.env = {k: (torch_api.detached(v) if before.get(k) is not v else v) for k, v in frame.env.items()}
+            return alive
+        return self._with_body(node, frame, states)
+
+    def _with_body(self, node: ast.AST, frame: Frame, states: List[Tuple[State, Optional[Origin]]]) -> bool:
         if len(states) == 1 and states[0][0] == frame.state:
             return self.exec_block(node.body, frame)  # type: ignore[attr-defined]
         return self._forked(node.body, frame, states)  # type: ignore[attr-defined]
@@ -811,9 +828,15 @@ class Interpreter:
         info = self.functions.get(id(node))
         if info is None:  # pragma: no cover - every def was collected
             return True
-        defaults = node.args.defaults + [d for d in node.args.kw_defaults if d is not None]  # type: ignore[attr-defined]
-        for default in defaults:
-            self.ev(default, frame)
+        spec = node.args  # type: ignore[attr-defined]
+        positional = [a.arg for a in spec.posonlyargs + spec.args]
+        pairs = list(zip(positional[len(positional) - len(spec.defaults):], spec.defaults))
+        pairs += [(a.arg, d) for a, d in zip(spec.kwonlyargs, spec.kw_defaults) if d is not None]
+        for name, default in pairs:
+            value = self.ev(default, frame)
+            if value is not UNKNOWN and _default_value(default) is UNKNOWN:
+                old = info.default_values.get(name)
+                info.default_values[name] = value if old is None else join(old, value)
         closure = None
         if frame.info is not None:
             closure = info.closure = Closure(frame.env, frame.closure)
@@ -1297,6 +1320,8 @@ class Interpreter:
             return torch_api.obj_attr(receiver, name)
         if isinstance(receiver, DType):
             return Method(receiver, name) if name in ("is_floating_point",) else UNKNOWN
+        if isinstance(receiver, Seq) and name in receiver.names:  # a namedtuple's field
+            return receiver.items[receiver.names.index(name)]
         if isinstance(receiver, Seq) and len(receiver.items) == 2 and name in ("values", "indices"):
             return receiver.items[name == "indices"]  # ``x.max(dim=-1).values``: (values, indices)
         if isinstance(receiver, (Scalar, Seq, Coll, DictVal)):
@@ -1534,6 +1559,9 @@ class Interpreter:
         new = self.class_lookup(info, "__new__")
         if isinstance(new, FunctionInfo):
             return self.call_function(new, cls, args, kwargs, frame, node)
+        if any(isinstance(o, Ext) and o.name in ("typing.NamedTuple", "typing_extensions.NamedTuple")
+               for base in info.bases for o in options(base)):
+            return self._named_tuple(info, args, kwargs)
         instance: Value = Module(cls, F32) if info.is_module else Instance(cls)
         init = self.class_lookup(info, "__init__")
         if isinstance(init, FunctionInfo):
@@ -1541,6 +1569,21 @@ class Interpreter:
         elif getattr(info, "is_dataclass", False) or any(getattr(c, "is_dataclass", False) for c in self.mro(info)):
             self._dataclass_fields(info, args, kwargs)
         return instance
+
+    @staticmethod
+    def _named_tuple(info: ClassInfo, args: List[Value], kwargs: Dict[str, Value]) -> Value:
+        """An instance of a ``typing.NamedTuple`` class: a tuple whose fields are its annotated
+        names (a field not passed keeps its literal default)."""
+        fields = [s for s in info.node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
+        positional = [a for a in args if not isinstance(a, Star)]
+        if len(positional) < len(args) or "**" in kwargs:
+            return Coll(UNKNOWN)
+        items = []
+        for i, stmt in enumerate(fields):
+            name = stmt.target.id  # type: ignore[attr-defined]
+            default = _default_value(stmt.value, info.module.relpath) if stmt.value is not None else UNKNOWN
+            items.append(positional[i] if i < len(positional) else kwargs.get(name, default))
+        return Seq(tuple(items), tuple(s.target.id for s in fields))  # type: ignore[attr-defined]
 
     def _dataclass_fields(self, info: ClassInfo, args: List[Value], kwargs: Dict[str, Value]) -> None:
         names = [s.target.id for s in info.node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
@@ -1564,7 +1607,7 @@ class Interpreter:
             bound = None
         elif any(isinstance(d, Builtin) and d.name == "classmethod" for d in decorators):
             bound = bound.cls if isinstance(bound, (Module, Instance)) else bound  # type: ignore[union-attr]
-        env, names = bind_arguments(fnode, bound, args, kwargs, None, info.module.relpath,
+        env, names = bind_arguments(fnode, bound, args, kwargs, info.default_values, info.module.relpath,
                                     self.passed_args.setdefault(id(fnode), set()))
         state, origin = frame.state, frame.autocast_origin
         for dec in decorators:
@@ -1584,6 +1627,8 @@ class Interpreter:
                 changed[index] = join(changed.get(index), value)
         elif effects and summary.effects and isinstance(node, ast.Call):
             self._apply_effects(summary.effects, node, bound, frame)
+        if any(torch_api.is_no_grad(d) for d in decorators):  # ``@torch.no_grad()``: no graph out of it
+            return torch_api.detached(summary.returns)
         return summary.returns
 
     def _apply_effects(self, effects: Dict[int, Value], node: ast.Call, bound: Optional[Value], frame: Frame) -> None:
@@ -1711,7 +1756,8 @@ class _ClassNamespace(dict):
 def bind_arguments(node: ast.AST, bound: Optional[Value], args: List[Value], kwargs: Dict[str, Value],
                    defaults: Optional[Dict[str, Value]], relpath: str = "",
                    passed: Optional[Set[str]] = None) -> Tuple[Dict[str, Value], List[str]]:
-    """Parameter name -> value for a call (unknown where the call does not say); adds the names
+    """Parameter name -> value for a call (unknown where the call does not say; ``defaults``: the
+    values of defaults that are not literals, :attr:`FunctionInfo.default_values`); adds the names
     the call passes to ``passed`` ("*" for ``*args``/``**kwargs`` of unknown content)."""
     spec = node.args  # type: ignore[attr-defined]
     positional = [a.arg for a in spec.posonlyargs + spec.args]
@@ -1751,8 +1797,10 @@ def bind_arguments(node: ast.AST, bound: Optional[Value], args: List[Value], kwa
         passed.update(env)
         if unknown_rest:
             passed.add("*")
-    if not unknown_rest:  # defaults, as literal values where they are constants
+    if not unknown_rest:  # defaults: literal values, else what the expression was when the def ran
         for name, default in parameter_defaults(node, relpath).items():
+            if default is UNKNOWN and defaults:
+                default = defaults.get(name, UNKNOWN)
             env.setdefault(name, default)
     for name in names:
         env.setdefault(name, UNKNOWN)

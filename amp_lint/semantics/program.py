@@ -51,6 +51,17 @@ class SourceModule:
         return PurePosixPath(self.relpath).name == "__init__.py"
 
     @property
+    def is_script(self) -> bool:
+        """Whether the file has an ``if __name__ == "__main__":`` block (it is meant to be run)."""
+        cached = self.__dict__.get("_is_script")
+        if cached is None:
+            cached = self.__dict__["_is_script"] = any(
+                isinstance(stmt, ast.If) and isinstance(stmt.test, ast.Compare)
+                and isinstance(stmt.test.left, ast.Name) and stmt.test.left.id == "__name__"
+                for stmt in self.tree.body)
+        return cached
+
+    @property
     def name(self) -> str:
         parts = list(PurePosixPath(self.relpath).with_suffix("").parts)
         if parts and parts[-1] == "__init__":
@@ -119,6 +130,9 @@ class FunctionInfo:
     #: a nested function's closure from the last run of its ``def``: read when it is analysed
     #: without a :class:`FuncVal` that carries its own (on its own, as a method of a local class)
     closure: Optional[Closure] = None
+    #: parameter -> the value its default expression had when the ``def`` ran (``nn.LayerNorm``,
+    #: ``partial(nn.LayerNorm, eps=1e-6)``): defaults that are not literals (those are read statically)
+    default_values: Dict[str, Value] = field(default_factory=dict)
     contexts: int = 0  # analyses run (one per distinct calling context)
     exact_contexts: int = 0  # own contexts given, past the widening, to calls a widened context did not cover
 
@@ -202,9 +216,15 @@ class ModuleIndex:
         return self._lookup(package, dotted)
 
     def roots(self, importer: SourceModule) -> List[str]:
-        """Import roots for ``importer``, first match wins (script folder first, as Python)."""
+        """Import roots for ``importer``, first match wins (script folder first, as Python). A
+        module of a package that is not run as a script does not see its own folder: Python 3
+        imports ``torch`` from ``pkg/utils/generation.py`` as the library, not ``pkg/utils/torch.py``."""
         roots: List[str] = []
-        for root in (importer.folder, *importer.extra_roots, "", "src"):
+        folder = importer.folder
+        own = folder if not folder or importer.is_script or (folder + "/__init__.py") not in self.by_relpath else None
+        for root in (own, *importer.extra_roots, "", "src"):
+            if root is None:
+                continue
             if root not in roots:
                 roots.append(root)
         # a file inside a package imported by its package name: the folder above the package

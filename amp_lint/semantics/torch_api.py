@@ -12,6 +12,7 @@ import math
 from dataclasses import replace
 from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
+from amp_lint.data import libraries
 from amp_lint.data import ops as optable
 from amp_lint.data import training as trainingdata
 from amp_lint.semantics.values import (
@@ -783,6 +784,8 @@ def call_torch_module(interp: "Interpreter", frame: "Frame", module: Module, arg
     cls = module.cls
     name = cls.name if isinstance(cls, Ext) else ""
     short = name.rsplit(".", 1)[-1]
+    if libraries.MODULES.get(name) == libraries.SAME_AS_FIRST:
+        return same_as_first(args, kwargs, frame)
     if not name.startswith("torch.nn."):
         # a model we cannot see into: under autocast it most often ends in a GEMM; else it returns
         # what its parameters are
@@ -815,7 +818,14 @@ def call_torch_module(interp: "Interpreter", frame: "Frame", module: Module, arg
     if kind == "params":
         if op is not None:
             result = apply_op(op, [first if first is not None else UNKNOWN, param], frame)
-            if frame.state is None and isinstance(result, Tensor) and isinstance(first, Tensor) \
+            sure_fp32_input = isinstance(first, Tensor) and not first.unknown and first.dtypes & FLOATS & ~HALF
+            if frame.state is None and isinstance(result, Tensor) and param.half and not param.unknown \
+                    and not param.dtypes & FLOATS & ~HALF and not sure_fp32_input:
+                # outside autocast the input must match the weights: half weights make a half output
+                # of an input known no better (a float32 input says one of the two is imprecise)
+                result = Tensor(param.dtypes & FLOATS, False, param.origin, graph=result.graph | (param.dtypes & HALF),
+                                learned=True)
+            elif frame.state is None and isinstance(result, Tensor) and isinstance(first, Tensor) \
                     and first.dtypes & FLOATS and param.dtypes & FLOATS:
                 # the weights and the input must share a dtype (a half layer given fp32 raises),
                 # so when the two disagree one of them is known imprecisely: keep either's half
@@ -911,6 +921,13 @@ def call_ext(interp: "Interpreter", frame: "Frame", qualified: str, args: List[V
              node: Optional[ast.AST]) -> Value:
     short = qualified.rsplit(".", 1)[-1]
     positional = _positional(args)
+    library = libraries.FUNCTIONS.get(qualified)
+    if library is not None:
+        return library_call(interp, frame, library, args, kwargs, node)
+    if qualified == "functools.partial" and args and not _is_star(args[0]):
+        return obj("partial", func=args[0], args=Seq(tuple(args[1:])), kwargs=DictVal(tuple(kwargs.items())))
+    if qualified == "collections.namedtuple":
+        return namedtuple_class(positional[1] if len(positional) > 1 else kwargs.get("field_names", UNKNOWN))
     if qualified in trainingdata.AUTOCASTS:
         return make_autocast(frame, qualified, args, kwargs, node, interp.device)
     if qualified == "importlib.import_module" and isinstance(node, ast.Call) and node.args:
@@ -942,6 +959,10 @@ def call_ext(interp: "Interpreter", frame: "Frame", qualified: str, args: List[V
         return obj("finfo", dtype=dtype)
     if qualified == "torch.device":
         return obj("device", type=_device_name(positional[0] if positional else UNKNOWN))
+    if qualified in trainingdata.NO_GRAD_CONTEXTS:
+        mode = positional[0] if positional else kwargs.get("mode")
+        if not (isinstance(mode, Scalar) and mode.value is False):  # ``inference_mode(False)`` records
+            return obj("nullcontext", no_grad=Scalar("bool", True))
     if qualified in trainingdata.NULL_CONTEXTS:
         return obj("nullcontext")
     if qualified in optable.MODULE_WRAPPERS:
@@ -1242,6 +1263,31 @@ APEX_O1 = "apex-O1"
 APEX_CAST_IO = "apex-cast-io"
 
 
+def is_no_grad(value: Value) -> bool:
+    """``torch.no_grad()`` / ``torch.inference_mode()`` (as a context or a decorator, called or not)."""
+    return (isinstance(value, Obj) and value.kind == "nullcontext" and value.get("no_grad") is not None
+            or isinstance(value, Ext) and value.name in trainingdata.NO_GRAD_CONTEXTS)
+
+
+def detached(value: Value) -> Value:
+    """``value`` computed where autograd records nothing: its tensors have no graph of half ops."""
+    if isinstance(value, Tensor):
+        return value if value.detached else replace(value, graph=0, detached=True)
+    if isinstance(value, Seq):
+        return Seq(tuple(detached(v) for v in value.items), value.names)
+    if isinstance(value, Coll):
+        return Coll(detached(value.elem), tuple(detached(v) for v in value.prefix))
+    if isinstance(value, DictVal):
+        return DictVal(tuple((k, detached(v)) for k, v in value.items))
+    members = options(value)
+    if len(members) > 1:
+        out: Optional[Value] = None
+        for member in members:
+            out = join(out, detached(member))
+        return out if out is not None else value
+    return value
+
+
 def cast_floating(value: Value, dtype: int) -> Value:
     """``value`` with each floating tensor in it cast to ``dtype`` (apex's ``applier(..., to_type)``:
     tensors, and tensors in tuples, lists and dicts)."""
@@ -1294,6 +1340,8 @@ def library_object(interp: "Interpreter", qualified: str, positional: List[Value
         if kind == "lightning":
             return obj("trainer", precision=kwargs.get("precision") or UNKNOWN, name=Scalar("str", qualified))
         return obj("framework_config", name=Scalar("str", qualified))
+    if qualified in libraries.MODULES:
+        return Module(Ext(qualified))
     if short in trainingdata.DATALOADERS:
         return obj("dataloader")
     if short in trainingdata.OPTIMIZER_NAMES:
@@ -1301,6 +1349,48 @@ def library_object(interp: "Interpreter", qualified: str, positional: List[Value
     if is_module_base(qualified) or any(h in short for h in trainingdata.MODEL_CLASS_HINTS):
         return Module(Ext(qualified))
     return UNKNOWN
+
+
+def library_call(interp: "Interpreter", frame: "Frame", kind: str, args: List[Value], kwargs: Dict[str, Value],
+                 node: Optional[ast.AST]) -> Value:
+    """A call of a function of another library listed in :data:`libraries.FUNCTIONS`."""
+    if kind == libraries.CALLS_FIRST:  # activation checkpointing: the function runs on the rest
+        if not args or _is_star(args[0]):
+            return derived(args, kwargs, frame)
+        passed = {k: v for k, v in kwargs.items() if k not in libraries.CHECKPOINT_KEYWORDS}
+        return interp.call(args[0], list(args[1:]), passed, frame, node)
+    if kind == libraries.EINSUM_PATTERN_LAST:
+        positional = _positional(args)
+        if not positional or len(positional) < len(args):
+            return derived(args, kwargs, frame)
+        return torch_function(interp, frame, "torch.einsum", "einsum", [positional[-1]] + positional[:-1], {}, node)
+    if kwargs.keys() & libraries.EXTRA_OUTPUT_KEYWORDS:
+        return derived(args, kwargs, frame)
+    return same_as_first(args, kwargs, frame)
+
+
+def same_as_first(args: Sequence[Value], kwargs: Dict[str, Value], frame: "Frame") -> Value:
+    """A tensor of the first argument's dtype (a tensor, or a list of them as ``rearrange`` takes),
+    computed from all the tensor arguments (their graphs; learned if one of them is)."""
+    positional = _positional(args)
+    first = positional[0] if positional else None
+    if isinstance(first, (Seq, Coll)):
+        first = element(first)
+    if first is None or not any(isinstance(o, Tensor) for o in options(first)):
+        return derived(args, kwargs, frame)
+    graph, learned = 0, False
+    for value in positional[1:] + list(kwargs.values()):
+        for option in options(value):
+            if isinstance(option, Tensor):
+                graph, learned = graph | option.graph, learned or option.learned
+    out: Optional[Value] = None
+    for option in options(first):
+        if isinstance(option, Tensor):
+            option = replace(option, graph=option.graph | graph, learned=option.learned or learned)
+        else:
+            option = UNKNOWN
+        out = join(out, option)
+    return out if out is not None else UNKNOWN
 
 
 def call_builtin(interp: "Interpreter", frame: "Frame", name: str, args: List[Value], kwargs: Dict[str, Value],
@@ -1396,8 +1486,34 @@ def call_builtin(interp: "Interpreter", frame: "Frame", name: str, args: List[Va
     return UNKNOWN
 
 
+def namedtuple_class(fields: Value) -> Value:
+    """``collections.namedtuple(name, fields)``: fields as a list of names or one string of them."""
+    if isinstance(fields, Scalar) and isinstance(fields.value, str):
+        names = fields.value.replace(",", " ").split()
+    elif isinstance(fields, Seq) and all(isinstance(i, Scalar) and isinstance(i.value, str) for i in fields.items):
+        names = [i.value for i in fields.items]  # type: ignore[attr-defined]
+    else:
+        return UNKNOWN
+    return obj("namedtuple", fields=Seq(tuple(Scalar("str", n) for n in names)))
+
+
 def call_obj(interp: "Interpreter", frame: "Frame", value: Obj, args: List[Value], kwargs: Dict[str, Value],
              node: Optional[ast.AST]) -> Value:
+    if value.kind == "partial":  # ``functools.partial(f, *bound, **fixed)(*rest, **more)``
+        bound, fixed = value.get("args"), value.get("kwargs")
+        func = value.get("func") or UNKNOWN
+        before = list(bound.items) if isinstance(bound, Seq) else []
+        merged = dict(fixed.items) if isinstance(fixed, DictVal) else {}
+        merged.update(kwargs)
+        return interp.call(func, before + list(args), merged, frame, node)
+    if value.kind == "namedtuple":
+        fields = value.get("fields")
+        names = tuple(i.value for i in fields.items) if isinstance(fields, Seq) else ()  # type: ignore[attr-defined]
+        positional = _positional(args)
+        if len(positional) < len(args) or "**" in kwargs:
+            return Coll(UNKNOWN)
+        items = [positional[i] if i < len(positional) else kwargs.get(n, UNKNOWN) for i, n in enumerate(names)]
+        return Seq(tuple(items), names)
     if value.kind == "ds_engine":
         module = value.get("module")
         if isinstance(module, Module):

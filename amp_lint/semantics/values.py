@@ -143,20 +143,24 @@ class Tensor(Value):
     #: a 0-dim tensor (a full reduction, ``torch.tensor(1.0)``): in type promotion it yields to
     #: tensors with dimensions of the same category (``h16 / f32.sum()`` is float16)
     zero_dim: bool = False
+    #: computed where autograd recorded nothing (``torch.no_grad()``, ``inference_mode()``): no
+    #: gradient flows back through it, whatever its dtype
+    detached: bool = False
 
     def __eq__(self, other: object) -> bool:
         return (type(other) is Tensor and self.dtypes == other.dtypes and self.unknown == other.unknown  # type: ignore[attr-defined]
                 and self.scaled == other.scaled and self.param == other.param  # type: ignore[attr-defined]
                 and self.graph == other.graph and self.learned == other.learned  # type: ignore[attr-defined]
-                and self.zero_dim == other.zero_dim)  # type: ignore[attr-defined]
+                and self.zero_dim == other.zero_dim and self.detached == other.detached)  # type: ignore[attr-defined]
 
     def __hash__(self) -> int:
-        return hash((1, self.dtypes, self.unknown, self.scaled, self.param, self.graph, self.learned, self.zero_dim))
+        return hash((1, self.dtypes, self.unknown, self.scaled, self.param, self.graph, self.learned, self.zero_dim,
+                     self.detached))
 
     @property
     def low_graph(self) -> int:
-        """Half dtypes in this tensor's history, itself included."""
-        return self.graph | (self.dtypes & HALF)
+        """Half dtypes in this tensor's history, itself included (none where it is detached)."""
+        return 0 if self.detached else self.graph | (self.dtypes & HALF)
 
     @property
     def half(self) -> int:
@@ -342,9 +346,10 @@ class Autocast(Value):
 
 @dataclass(frozen=True)
 class Seq(Value):
-    """A tuple or list of known length."""
+    """A tuple or list of known length; ``names``: its fields', for a ``namedtuple``'s instance."""
 
     items: Tuple[Value, ...]
+    names: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -546,7 +551,7 @@ def _join_same(a: Value, b: Value) -> Optional[Value]:
         assert isinstance(b, Tensor)
         origin = a.origin if (a.origin is not None and (a.half or a.graph & HALF)) or b.origin is None else b.origin
         return Tensor(a.dtypes | b.dtypes, a.unknown or b.unknown, origin, a.scaled and b.scaled, a.param or b.param,
-                      a.graph | b.graph, a.learned or b.learned, a.zero_dim and b.zero_dim)
+                      a.graph | b.graph, a.learned or b.learned, a.zero_dim and b.zero_dim, a.detached and b.detached)
     if isinstance(a, Scalar):
         assert isinstance(b, Scalar)
         if a.kind != b.kind:
@@ -569,7 +574,7 @@ def _join_same(a: Value, b: Value) -> Optional[Value]:
     if isinstance(a, Seq):
         assert isinstance(b, Seq)
         if len(a.items) == len(b.items):
-            return Seq(tuple(join(x, y) for x, y in zip(a.items, b.items)))
+            return Seq(tuple(join(x, y) for x, y in zip(a.items, b.items)), a.names if a.names == b.names else ())
         return Coll(join(_elem(a), _elem(b)))
     if isinstance(a, Coll):
         assert isinstance(b, Coll)

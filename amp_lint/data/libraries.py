@@ -1,0 +1,57 @@
+"""Functions and layers of libraries other than torch that model code calls on tensors, and how
+their result's dtype follows from the call (an unlisted library call returns an unknown value).
+
+Sources:
+- einops 0.8 docs (https://einops.rocks/api/rearrange/, /api/repeat/, /api/einsum/,
+  /api/layers/): ``rearrange`` and ``repeat`` reorder, reshape and tile the tensor (a view or a
+  copy in its own dtype); ``einops.einsum(*tensors, pattern)`` calls the backend's ``einsum`` with the
+  pattern moved first; ``einops.layers.torch.Rearrange`` is ``rearrange`` as an ``nn.Module``.
+- torch 2.13 ``torch/utils/checkpoint.py``: ``checkpoint(function, *args, use_reentrant=...,
+  **kwargs)`` returns ``function(*args, **kwargs)``; DeepSpeed
+  ``deepspeed/runtime/activation_checkpointing/checkpointing.py`` ``checkpoint(function, *args)``.
+- xformers ``xformers/ops/fmha/__init__.py`` ``memory_efficient_attention(query, key, value, ...)``
+  (output of the query's shape and dtype); flash-attn ``flash_attn/flash_attn_interface.py``
+  (``flash_attn_func`` and its variants return the output in q's dtype, fp16/bf16 only).
+"""
+from __future__ import annotations
+
+from typing import Dict, FrozenSet
+
+#: a tensor of the first tensor argument's dtype (a reshape, or an attention kernel given q, k, v)
+SAME_AS_FIRST = "same_as_first"
+#: the first argument called on the others (activation checkpointing runs the function it is given)
+CALLS_FIRST = "calls_first"
+#: ``torch.einsum`` with the equation given last (``einops.einsum(x, y, "b i d, b j d -> b i j")``)
+EINSUM_PATTERN_LAST = "einsum_pattern_last"
+
+#: qualified name -> how the result follows (one of the kinds above)
+FUNCTIONS: Dict[str, str] = {
+    "einops.rearrange": SAME_AS_FIRST,
+    "einops.repeat": SAME_AS_FIRST,
+    "einops.einops.rearrange": SAME_AS_FIRST,
+    "einops.einops.repeat": SAME_AS_FIRST,
+    "einops.einsum": EINSUM_PATTERN_LAST,
+    "xformers.ops.memory_efficient_attention": SAME_AS_FIRST,
+    "xformers.ops.fmha.memory_efficient_attention": SAME_AS_FIRST,
+    **{f"{package}.{name}": SAME_AS_FIRST
+       for package in ("flash_attn", "flash_attn.flash_attn_interface")
+       for name in ("flash_attn_func", "flash_attn_varlen_func", "flash_attn_qkvpacked_func",
+                    "flash_attn_varlen_qkvpacked_func", "flash_attn_kvpacked_func",
+                    "flash_attn_varlen_kvpacked_func", "flash_attn_with_kvcache")},
+    "torch.utils.checkpoint.checkpoint": CALLS_FIRST,
+    "deepspeed.checkpointing.checkpoint": CALLS_FIRST,
+    "deepspeed.runtime.activation_checkpointing.checkpointing.checkpoint": CALLS_FIRST,
+}
+
+#: keywords a checkpoint function consumes itself (the others reach the function it runs)
+CHECKPOINT_KEYWORDS: FrozenSet[str] = frozenset({
+    "use_reentrant", "preserve_rng_state", "context_fn", "determinism_check", "debug",
+})
+
+#: keywords that make an attention kernel return more than its output (``return_attn_probs=True``)
+EXTRA_OUTPUT_KEYWORDS: FrozenSet[str] = frozenset({"return_attn_probs", "return_softmax_lse"})
+
+#: layer classes (qualified) whose call returns a tensor of its input's dtype
+MODULES: Dict[str, str] = {
+    "einops.layers.torch.Rearrange": SAME_AS_FIRST,
+}
