@@ -2023,34 +2023,6 @@ def test_einops_reshapes_keep_the_dtype_and_its_layer_runs_in_a_sequential(tmp_p
     assert [ctx["tokens"] for ctx in found] == ["tensor float16"]
 
 
-def test_a_checkpointed_function_runs_on_its_arguments(tmp_path: Path) -> None:
-    """``torch.utils.checkpoint.checkpoint(fn, *args, use_reentrant=False)`` returns ``fn(*args)``:
-    the function is analysed with those arguments (before, the result was unknown and the function
-    ran only without a caller)."""
-    code = """
-    import torch
-    import torch.nn as nn
-    from torch.utils.checkpoint import checkpoint
-
-    class Mixer(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.proj = nn.Linear(32, 32)
-
-        def scores(self, x):
-            s = self.proj(x) @ x.transpose(-1, -2)
-            return s.softmax(-1)
-
-        def forward(self, x):
-            return checkpoint(self.scores, x, use_reentrant=False)
-
-    net = Mixer().half()
-    out = net(torch.randn(2, 8, 32, dtype=torch.float16))  # <-
-    """
-    assert one(tmp_path, code, "# <-", "out") == ["tensor float16"]
-    assert f"{_line_of(code, 'return s.softmax')}: AMP201" in _codes(tmp_path, code)
-
-
 def test_a_namedtuple_output_keeps_its_fields(tmp_path: Path) -> None:
     code = """
     import collections

@@ -6,9 +6,6 @@ Sources:
   /api/layers/): ``rearrange`` and ``repeat`` reorder, reshape and tile the tensor (a view or a
   copy in its own dtype); ``einops.einsum(*tensors, pattern)`` calls the backend's ``einsum`` with the
   pattern moved first; ``einops.layers.torch.Rearrange`` is ``rearrange`` as an ``nn.Module``.
-- torch 2.13 ``torch/utils/checkpoint.py``: ``checkpoint(function, *args, use_reentrant=...,
-  **kwargs)`` returns ``function(*args, **kwargs)``; DeepSpeed
-  ``deepspeed/runtime/activation_checkpointing/checkpointing.py`` ``checkpoint(function, *args)``.
 - xformers ``xformers/ops/fmha/__init__.py`` ``memory_efficient_attention(query, key, value, ...)``
   (output of the query's shape and dtype); flash-attn ``flash_attn/flash_attn_interface.py``
   (``flash_attn_func`` and its variants return the output in q's dtype, fp16/bf16 only).
@@ -19,8 +16,6 @@ from typing import Dict, FrozenSet
 
 #: a tensor of the first tensor argument's dtype (a reshape, or an attention kernel given q, k, v)
 SAME_AS_FIRST = "same_as_first"
-#: the first argument called on the others (activation checkpointing runs the function it is given)
-CALLS_FIRST = "calls_first"
 #: ``torch.einsum`` with the equation given last (``einops.einsum(x, y, "b i d, b j d -> b i j")``)
 EINSUM_PATTERN_LAST = "einsum_pattern_last"
 
@@ -38,15 +33,10 @@ FUNCTIONS: Dict[str, str] = {
        for name in ("flash_attn_func", "flash_attn_varlen_func", "flash_attn_qkvpacked_func",
                     "flash_attn_varlen_qkvpacked_func", "flash_attn_kvpacked_func",
                     "flash_attn_varlen_kvpacked_func", "flash_attn_with_kvcache")},
-    "torch.utils.checkpoint.checkpoint": CALLS_FIRST,
-    "deepspeed.checkpointing.checkpoint": CALLS_FIRST,
-    "deepspeed.runtime.activation_checkpointing.checkpointing.checkpoint": CALLS_FIRST,
 }
-
-#: keywords a checkpoint function consumes itself (the others reach the function it runs)
-CHECKPOINT_KEYWORDS: FrozenSet[str] = frozenset({
-    "use_reentrant", "preserve_rng_state", "context_fn", "determinism_check", "debug",
-})
+# Activation checkpointing (``torch.utils.checkpoint.checkpoint(fn, *args)`` returns ``fn(*args)``)
+# is not followed: running ``fn`` there gave a false AMP202 in NVIDIA's BERT (a head class analysed
+# with no caller received the half activations of another model's checkpointed encoder).
 
 #: keywords that make an attention kernel return more than its output (``return_attn_probs=True``)
 EXTRA_OUTPUT_KEYWORDS: FrozenSet[str] = frozenset({"return_attn_probs", "return_softmax_lse"})

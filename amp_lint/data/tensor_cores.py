@@ -22,6 +22,9 @@ EMBEDDING = "torch.nn.Embedding"
 
 #: Substrings of an expression or target name that mark a vocabulary-sized dimension.
 VOCAB_HINTS = ("vocab", "ntoken", "n_token", "num_token", "n_vocab", "num_classes_vocab")
+#: Substrings that mark a small table named like a vocabulary that no LM head is tied to: BERT's
+#: token-type (segment) embeddings (``type_vocab_size`` = 2) and position tables.
+NOT_VOCAB_HINTS = ("type_vocab", "token_type", "segment", "position")
 #: Attribute names an LM head is usually assigned to.
 LM_HEAD_TARGETS = ("lm_head", "output_projection", "decoder", "generator", "to_logits", "logits")
 

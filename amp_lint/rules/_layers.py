@@ -6,7 +6,7 @@ import ast
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
-from amp_lint.data.tensor_cores import EMBEDDING, GEMM_LAYERS, LM_HEAD_TARGETS, VOCAB_HINTS
+from amp_lint.data.tensor_cores import EMBEDDING, GEMM_LAYERS, LM_HEAD_TARGETS, NOT_VOCAB_HINTS, VOCAB_HINTS
 from amp_lint.engine.checker import CheckContext
 from amp_lint.rules._numerics import callee_name
 from amp_lint.rules.base import find_arg
@@ -118,7 +118,8 @@ def is_vocab_dim(ctx: CheckContext, dim: LayerDim) -> bool:
     """A vocabulary-sized dim: the out size of an LM head, or an embedding's row count."""
     text = ctx.segment(dim.expr, 200).lower()
     if dim.layer == EMBEDDING:
-        return dim.role == "in" and any(h in text for h in VOCAB_HINTS)
+        named = (text + " " + dim.target.lower())
+        return dim.role == "in" and any(h in text for h in VOCAB_HINTS) and not any(h in named for h in NOT_VOCAB_HINTS)
     if dim.role != "out" or not dim.layer.endswith("Linear"):
         return False
     target = dim.target.lower().rsplit(".", 1)[-1]

@@ -90,6 +90,27 @@ class UnpaddedVocab(Rule):
         def build(cfg, vocab_size):
             return nn.Linear(768, vocab_size)
         """),
+        Valid("""
+        # a token-type table is named like a vocabulary but no head is tied to it
+        import torch.nn as nn
+        class Cfg:
+            vocab_size, type_vocab_size, hidden = 30528, 2, 768
+        class Embeddings(nn.Module):
+            def __init__(self, cfg):
+                super().__init__()
+                self.word_embeddings = nn.Embedding(cfg.vocab_size, cfg.hidden)
+                self.token_type_embeddings = nn.Embedding(cfg.type_vocab_size, cfg.hidden)
+        class MaskedLM(nn.Module):
+            def __init__(self, cfg):
+                super().__init__()
+                self.embeddings = Embeddings(cfg)
+                self.decoder = nn.Linear(cfg.hidden, cfg.vocab_size, bias=False)
+                self.decoder.weight = self.embeddings.word_embeddings.weight
+            def forward(self, ids, types):
+                e = self.embeddings
+                return self.decoder(e.word_embeddings(ids) + e.token_type_embeddings(types))
+        model = MaskedLM(Cfg()).half()
+        """),
     ]
     INVALID = [
         Invalid(

@@ -1354,11 +1354,6 @@ def library_object(interp: "Interpreter", qualified: str, positional: List[Value
 def library_call(interp: "Interpreter", frame: "Frame", kind: str, args: List[Value], kwargs: Dict[str, Value],
                  node: Optional[ast.AST]) -> Value:
     """A call of a function of another library listed in :data:`libraries.FUNCTIONS`."""
-    if kind == libraries.CALLS_FIRST:  # activation checkpointing: the function runs on the rest
-        if not args or _is_star(args[0]):
-            return derived(args, kwargs, frame)
-        passed = {k: v for k, v in kwargs.items() if k not in libraries.CHECKPOINT_KEYWORDS}
-        return interp.call(args[0], list(args[1:]), passed, frame, node)
     if kind == libraries.EINSUM_PATTERN_LAST:
         positional = _positional(args)
         if not positional or len(positional) < len(args):
