@@ -63,3 +63,26 @@ def test_splits_do_not_share_repositories():
         return {tomllib.loads(p.read_text(encoding="utf-8"))["repo"] for p in _files(split)}
 
     assert not repos("dev") & repos("heldout")
+
+
+@pytest.mark.parametrize("name", ["unlabelled.toml", "unseen.toml"])
+def test_triage_files_are_well_formed_and_outside_the_corpus(name):
+    """The triaged and blindly hunted repositories (``--split unseen`` scores the hunts): every label
+    names one of the file's repositories, none of which is in dev or heldout, and no line twice."""
+    data = tomllib.loads((CORPUS / "triage" / name).read_text(encoding="utf-8"))
+    repos = {r["repo"] for r in data["repository"]}
+    assert len(repos) == len(data["repository"]) >= 10
+    assert all(re.fullmatch(r"[0-9a-f]{40}", r["commit"]) for r in data["repository"])
+    corpus = {tomllib.loads(p.read_text(encoding="utf-8"))["repo"] for s in ("dev", "heldout") for p in _files(s)}
+    assert not repos & corpus
+    seen = set()
+    for label in data["label"]:
+        assert label["repo"] in repos, label
+        assert CODES.match(label["code"]), label
+        assert label["verdict"] in ("hazard", "safe", "unsure"), label
+        assert isinstance(label["line"], int) and label["line"] > 0
+        assert re.fullmatch(r"[0-9a-f]{12}", label["line_sha1"]), label
+        assert label["reason"].strip()
+        key = (label["repo"], label["path"], label["line"], label["code"])
+        assert key not in seen, key
+        seen.add(key)

@@ -3,6 +3,7 @@
 Usage:
     python eval/realcode/score.py --split dev [--repo owner/name] [--details] [--unlabelled]
     python eval/realcode/score.py --split heldout            # totals only (the split is frozen)
+    python eval/realcode/score.py --split unseen [--details] # the blind hunts of triage/unseen.toml
 
 Each labelled repository must be available as a git directory (a mirror: ``<mirrors>/<owner>+<name>/repo``,
 ``--mirrors``, default ``$AMP_LINT_MIRRORS`` or ``/work/.mirror``); it is exported at the labelled commit
@@ -159,25 +160,34 @@ def score_repo(data: dict, mirrors: Path, workdir: Path) -> RepoResult:
     return result
 
 
+def _repositories(split: str) -> List[dict]:
+    """Each repository of ``split`` with its labels: one file per repository for dev and heldout;
+    for ``unseen``, the repositories and labels of ``triage/unseen.toml`` (blind hunts)."""
+    if split != "unseen":
+        return [tomllib.loads(p.read_text(encoding="utf-8")) for p in sorted((HERE / split).glob("*.toml"))]
+    data = tomllib.loads((HERE / "triage" / "unseen.toml").read_text(encoding="utf-8"))
+    return [dict(repo=r["repo"], commit=r["commit"], label=[lab for lab in data["label"] if lab["repo"] == r["repo"]])
+            for r in data["repository"]]
+
+
 def _ratio(value: Optional[float]) -> str:
     return "   -  " if value is None else f"{100 * value:5.1f}%"
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--split", choices=("dev", "heldout"), default="dev")
+    parser.add_argument("--split", choices=("dev", "heldout", "unseen"), default="dev")
     parser.add_argument("--repo", action="append", default=[], help="only these repositories (owner/name)")
     parser.add_argument("--mirrors", default=os.environ.get("AMP_LINT_MIRRORS", "/work/.mirror"))
     parser.add_argument("--workdir", default=os.environ.get("AMP_LINT_CORPUS_WORKDIR", "/tmp/amp-lint-corpus"))
-    parser.add_argument("--details", action="store_true", help="each TP/FP/FN (dev only)")
-    parser.add_argument("--unlabelled", action="store_true", help="list findings on unlabelled lines (dev only)")
+    parser.add_argument("--details", action="store_true", help="each TP/FP/FN (not for heldout)")
+    parser.add_argument("--unlabelled", action="store_true", help="list findings on unlabelled lines (not for heldout)")
     args = parser.parse_args(argv)
     if args.split == "heldout" and (args.details or args.unlabelled or args.repo):
         parser.error("the held-out split reports totals only: tuning on it would stop it measuring")
     totals: Dict[str, Tally] = defaultdict(Tally)
     stale = 0
-    for path in sorted((HERE / args.split).glob("*.toml")):
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    for data in _repositories(args.split):
         if args.repo and data["repo"] not in args.repo:
             continue
         result = score_repo(data, Path(args.mirrors), Path(args.workdir))
@@ -188,7 +198,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             total.fp += tally.fp
             total.fn += tally.fn
             total.unlabelled += tally.unlabelled
-        if args.split == "dev":
+        if args.split != "heldout":
             line = " ".join(f"{f}xx {t.tp}/{t.fp}/{t.fn}" for f, t in sorted(result.tallies.items()))
             print(f"{result.repo:50s} {result.seconds:6.1f}s  {line}")
             for detail in result.details if args.details else ():
