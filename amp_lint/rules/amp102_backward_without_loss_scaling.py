@@ -62,6 +62,26 @@ class BackwardWithoutLossScaling(Rule):
             scaler.step(optimizer)
             scaler.update()
         """),
+        Valid("""
+        # a scaler handed in by a caller the analysis does not see is still a scaler
+        import torch
+        def train_epoch(model, loader, optimizer, scaler=None, accum_grad_iters=1):
+            use_amp = scaler is not None
+            for i, (x, y) in enumerate(loader):
+                with torch.cuda.amp.autocast(enabled=use_amp):
+                    loss = torch.nn.functional.cross_entropy(model(x), y)
+                if use_amp:
+                    scaler.scale(loss).backward()
+                else:
+                    loss.backward()
+                if (i + 1) % accum_grad_iters == 0:
+                    if use_amp:
+                        scaler.step(optimizer)
+                        scaler.update()
+                    else:
+                        optimizer.step()
+                    optimizer.zero_grad()
+        """),
     ]
     INVALID = [
         Invalid(

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import ast
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import libcst as cst
 
@@ -72,6 +72,29 @@ class IncompleteScalerProtocol(Rule):
             scaler.step(optimizer)
             scaler.update()
         """),
+        Valid("""
+        # the plain step is on the other branch of the test the scaled backward is under
+        import torch
+        def run(net, data, opt, grad_scaler=None, every=4, max_norm=1.0):
+            mixed = grad_scaler is not None
+            for k, batch in enumerate(data):
+                with torch.cuda.amp.autocast(enabled=mixed):
+                    loss = net(**batch).loss / every
+                if mixed:
+                    grad_scaler.scale(loss).backward()
+                else:
+                    loss.backward()
+                if k % every == every - 1:
+                    if mixed:
+                        grad_scaler.unscale_(opt)
+                    torch.nn.utils.clip_grad_norm_(net.parameters(), max_norm)
+                    if mixed:
+                        grad_scaler.step(opt)
+                        grad_scaler.update()
+                    else:
+                        opt.step()
+                    opt.zero_grad(set_to_none=True)
+        """),
     ]
     INVALID = [
         Invalid(
@@ -131,8 +154,9 @@ class IncompleteScalerProtocol(Rule):
             scaler = _scaler_text(step)
             if scaler is None:
                 continue
-            if step.steps:
-                event = step.steps[0]
+            plain_steps = [e for e in step.steps if not _exclusive_branches(step.backward, e)]
+            if plain_steps:
+                event = plain_steps[0]
                 opt = ast.unparse(event.receiver) if event.receiver is not None else "optimizer"
                 plan = FixPlan(f"Use `{scaler}.step({opt})`", Applicability.SAFE,
                                lambda fctx, event=event, opt=opt: _route_step(fctx, event, scaler, opt,
@@ -162,6 +186,28 @@ class IncompleteScalerProtocol(Rule):
                                           "\"unscale_() has already been called on this optimizer since the last "
                                           "update()\"; unscale (and clip) only on stepping iterations")
                 return
+
+
+def _branches(event: Event) -> List[Tuple[str, bool]]:
+    """(test text, taken) of each ``if`` around ``event``: taken is True in its body, False in its
+    ``else`` (``if not x:`` is ``x`` with the branches swapped)."""
+    out: List[Tuple[str, bool]] = []
+    chain = [event.node, *reversed(event.ancestors)]
+    for child, parent in zip(chain, chain[1:]):
+        if isinstance(parent, ast.If):
+            taken = any(child is n for n in parent.body)
+            test = parent.test
+            if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+                test, taken = test.operand, not taken
+            out.append((ast.unparse(test), taken))
+    return out
+
+
+def _exclusive_branches(a: Event, b: Event) -> bool:
+    """``a`` and ``b`` sit on opposite branches of the same test (``if use_amp: scaler.scale(loss).backward()``
+    ... ``else: optimizer.step()``): no run does both."""
+    taken = dict(_branches(a))
+    return any(text in taken and taken[text] != side for text, side in _branches(b))
 
 
 def _scaler_text(step: TrainingStep) -> Optional[str]:

@@ -50,16 +50,12 @@ class SourceModule:
     def is_package(self) -> bool:
         return PurePosixPath(self.relpath).name == "__init__.py"
 
-    @property
+    @cached_property
     def is_script(self) -> bool:
         """Whether the file has an ``if __name__ == "__main__":`` block (it is meant to be run)."""
-        cached = self.__dict__.get("_is_script")
-        if cached is None:
-            cached = self.__dict__["_is_script"] = any(
-                isinstance(stmt, ast.If) and isinstance(stmt.test, ast.Compare)
-                and isinstance(stmt.test.left, ast.Name) and stmt.test.left.id == "__name__"
-                for stmt in self.tree.body)
-        return cached
+        return any(isinstance(stmt, ast.If) and isinstance(stmt.test, ast.Compare)
+                   and isinstance(stmt.test.left, ast.Name) and stmt.test.left.id == "__name__"
+                   for stmt in self.tree.body)
 
     @property
     def name(self) -> str:

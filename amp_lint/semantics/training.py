@@ -115,6 +115,12 @@ def is_scaler(value: Value) -> bool:
     return any(isinstance(o, Obj) and o.kind == "grad_scaler" for o in options(value))
 
 
+def may_be_scaler(value: Value) -> bool:
+    """A GradScaler, or a value the analysis does not know (a scaler handed in by a caller it does
+    not see): ``x.scale(loss).backward()`` on it is no evidence that nothing scales the loss."""
+    return is_scaler(value) or any(o is UNKNOWN for o in options(value))
+
+
 def is_tensor(value: Value) -> bool:
     return any(isinstance(o, Tensor) for o in options(value))
 
@@ -265,7 +271,7 @@ class TrainingModel:
             loss, scaled = receiver, False
             if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute) \
                     and receiver.func.attr == "scale" and receiver.args:
-                if any(is_scaler(obs.value(receiver.func.value)) for obs in event.observations):
+                if any(may_be_scaler(obs.value(receiver.func.value)) for obs in event.observations):
                     loss, scaled = receiver.args[0], True
             apex_with = self._apex_with(event)
             if apex_with is not None:
