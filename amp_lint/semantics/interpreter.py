@@ -803,6 +803,7 @@ class Interpreter:
         return self._with_body(node, frame, states)
 
     def _with_body(self, node: ast.AST, frame: Frame, states: List[Tuple[State, Optional[Origin]]]) -> bool:
+        """Run a ``with`` block's body once, or once per autocast state its managers may set."""
         if len(states) == 1 and states[0][0] == frame.state:
             return self.exec_block(node.body, frame)  # type: ignore[attr-defined]
         return self._forked(node.body, frame, states)  # type: ignore[attr-defined]
