@@ -22,7 +22,7 @@ from amp_lint.engine.checker import CheckContext
 from amp_lint.engine.fixes import CstFix
 from amp_lint.engine.fixing import FixContext, FixPlan
 from amp_lint.findings import Applicability
-from amp_lint.semantics.program import walk_scope
+from amp_lint.semantics.program import is_main_guard, walk_scope
 from amp_lint.semantics.torch_api import node_key
 from amp_lint.semantics.training import FUNCTIONS, LOOPS, TrainingModel, TrainingStep
 from amp_lint.semantics.values import (
@@ -416,7 +416,7 @@ class Migration:
         """At the top of the module, or of its ``if __name__ == "__main__":`` block: it runs on every
         path (an optimizer under ``if args.use_optimizer:`` does not)."""
         return any(s is stmt for s in self.tree.body) or any(
-            isinstance(s, ast.If) and _is_main_guard(s.test) and any(b is stmt for b in s.body)
+            isinstance(s, ast.If) and is_main_guard(s.test) and any(b is stmt for b in s.body)
             for s in self.tree.body)
 
     @staticmethod
@@ -549,13 +549,6 @@ def _statement_of_call(tree: ast.AST, call: ast.Call) -> ast.AST:
                     if any(n is call for n in ast.walk(stmt)):
                         return stmt
     return call
-
-
-def _is_main_guard(test: ast.AST) -> bool:
-    """``__name__ == "__main__"``."""
-    return isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__" \
-        and len(test.comparators) == 1 and isinstance(test.comparators[0], ast.Constant) \
-        and test.comparators[0].value == "__main__"
 
 
 def _dominates(tree: ast.AST, first: ast.AST, later: ast.AST) -> bool:

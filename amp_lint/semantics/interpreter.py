@@ -829,11 +829,7 @@ class Interpreter:
         info = self.functions.get(id(node))
         if info is None:  # pragma: no cover - every def was collected
             return True
-        spec = node.args  # type: ignore[attr-defined]
-        positional = [a.arg for a in spec.posonlyargs + spec.args]
-        pairs = list(zip(positional[len(positional) - len(spec.defaults):], spec.defaults))
-        pairs += [(a.arg, d) for a, d in zip(spec.kwonlyargs, spec.kw_defaults) if d is not None]
-        for name, default in pairs:
+        for name, default in default_nodes(node):
             value = self.ev(default, frame)
             if value is not UNKNOWN and _default_value(default) is UNKNOWN:
                 old = info.default_values.get(name)
@@ -1576,15 +1572,9 @@ class Interpreter:
         """An instance of a ``typing.NamedTuple`` class: a tuple whose fields are its annotated
         names (a field not passed keeps its literal default)."""
         fields = [s for s in info.node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
-        positional = [a for a in args if not isinstance(a, Star)]
-        if len(positional) < len(args) or "**" in kwargs:
-            return Coll(UNKNOWN)
-        items = []
-        for i, stmt in enumerate(fields):
-            name = stmt.target.id  # type: ignore[attr-defined]
-            default = _default_value(stmt.value, info.module.relpath) if stmt.value is not None else UNKNOWN
-            items.append(positional[i] if i < len(positional) else kwargs.get(name, default))
-        return Seq(tuple(items), tuple(s.target.id for s in fields))  # type: ignore[attr-defined]
+        defaults = {s.target.id: _default_value(s.value, info.module.relpath)  # type: ignore[attr-defined]
+                    for s in fields if s.value is not None}
+        return torch_api.named_tuple(tuple(s.target.id for s in fields), args, kwargs, defaults)  # type: ignore[attr-defined]
 
     def _dataclass_fields(self, info: ClassInfo, args: List[Value], kwargs: Dict[str, Value]) -> None:
         names = [s.target.id for s in info.node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
@@ -1808,15 +1798,18 @@ def bind_arguments(node: ast.AST, bound: Optional[Value], args: List[Value], kwa
     return env, names
 
 
-def parameter_defaults(node: ast.AST, relpath: str) -> Dict[str, Value]:
-    """Parameter name -> its default's value (:func:`_default_value`), for parameters with one."""
+def default_nodes(node: ast.AST) -> List[Tuple[str, ast.expr]]:
+    """(parameter name, default expression) of each parameter of ``node`` that has a default."""
     spec = node.args  # type: ignore[attr-defined]
     positional = [a.arg for a in spec.posonlyargs + spec.args]
-    out = {name: _default_value(default, relpath)
-           for name, default in zip(positional[len(positional) - len(spec.defaults):], spec.defaults)}
-    out.update((arg.arg, _default_value(default, relpath))
-               for arg, default in zip(spec.kwonlyargs, spec.kw_defaults) if default is not None)
+    out = list(zip(positional[len(positional) - len(spec.defaults):], spec.defaults))
+    out += [(arg.arg, default) for arg, default in zip(spec.kwonlyargs, spec.kw_defaults) if default is not None]
     return out
+
+
+def parameter_defaults(node: ast.AST, relpath: str) -> Dict[str, Value]:
+    """Parameter name -> its default's value (:func:`_default_value`), for parameters with one."""
+    return {name: _default_value(default, relpath) for name, default in default_nodes(node)}
 
 
 def _default_value(node: ast.AST, relpath: str = "") -> Value:

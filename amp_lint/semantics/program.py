@@ -53,9 +53,7 @@ class SourceModule:
     @cached_property
     def is_script(self) -> bool:
         """Whether the file has an ``if __name__ == "__main__":`` block (it is meant to be run)."""
-        return any(isinstance(stmt, ast.If) and isinstance(stmt.test, ast.Compare)
-                   and isinstance(stmt.test.left, ast.Name) and stmt.test.left.id == "__name__"
-                   for stmt in self.tree.body)
+        return any(isinstance(stmt, ast.If) and is_main_guard(stmt.test) for stmt in self.tree.body)
 
     @property
     def name(self) -> str:
@@ -351,6 +349,13 @@ def iter_scopes(tree: ast.AST) -> Iterable[ast.AST]:
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             yield node
+
+
+def is_main_guard(test: ast.AST) -> bool:
+    """``__name__ == "__main__"``."""
+    return isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__" \
+        and len(test.comparators) == 1 and isinstance(test.comparators[0], ast.Constant) \
+        and test.comparators[0].value == "__main__"
 
 
 def walk_scope(scope: ast.AST) -> Iterator[ast.AST]:

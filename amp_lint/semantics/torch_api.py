@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import math
 from dataclasses import replace
-from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 from amp_lint.data import libraries
 from amp_lint.data import ops as optable
@@ -1269,45 +1269,35 @@ def is_no_grad(value: Value) -> bool:
             or isinstance(value, Ext) and value.name in trainingdata.NO_GRAD_CONTEXTS)
 
 
-def detached(value: Value) -> Value:
-    """``value`` computed where autograd records nothing: its tensors have no graph of half ops."""
+def map_tensors(value: Value, fn: Callable[[Tensor], Value]) -> Value:
+    """``value`` with ``fn`` applied to each tensor in it: tensors, and tensors in tuples, lists,
+    dicts and each member of a union."""
     if isinstance(value, Tensor):
-        return value if value.detached else replace(value, graph=0, detached=True)
+        return fn(value)
     if isinstance(value, Seq):
-        return Seq(tuple(detached(v) for v in value.items), value.names)
+        return Seq(tuple(map_tensors(v, fn) for v in value.items), value.names)
     if isinstance(value, Coll):
-        return Coll(detached(value.elem), tuple(detached(v) for v in value.prefix))
+        return Coll(map_tensors(value.elem, fn), tuple(map_tensors(v, fn) for v in value.prefix))
     if isinstance(value, DictVal):
-        return DictVal(tuple((k, detached(v)) for k, v in value.items))
+        return DictVal(tuple((k, map_tensors(v, fn)) for k, v in value.items))
     members = options(value)
     if len(members) > 1:
         out: Optional[Value] = None
         for member in members:
-            out = join(out, detached(member))
+            out = join(out, map_tensors(member, fn))
         return out if out is not None else value
     return value
+
+
+def detached(value: Value) -> Value:
+    """``value`` computed where autograd records nothing: its tensors have no graph of half ops."""
+    return map_tensors(value, lambda t: t if t.detached else replace(t, graph=0, detached=True))
 
 
 def cast_floating(value: Value, dtype: int) -> Value:
-    """``value`` with each floating tensor in it cast to ``dtype`` (apex's ``applier(..., to_type)``:
-    tensors, and tensors in tuples, lists and dicts)."""
-    if isinstance(value, Tensor):
-        if not value.dtypes & FLOATS:
-            return value
-        return replace(value, dtypes=(value.dtypes & ~FLOATS) | dtype, graph=value.low_graph, param=False)
-    if isinstance(value, Seq):
-        return Seq(tuple(cast_floating(v, dtype) for v in value.items))
-    if isinstance(value, Coll):
-        return Coll(cast_floating(value.elem, dtype), tuple(cast_floating(v, dtype) for v in value.prefix))
-    if isinstance(value, DictVal):
-        return DictVal(tuple((k, cast_floating(v, dtype)) for k, v in value.items))
-    members = options(value)
-    if len(members) > 1:  # a union: each member cast
-        out: Optional[Value] = None
-        for member in members:
-            out = join(out, cast_floating(member, dtype))
-        return out if out is not None else value
-    return value
+    """``value`` with each floating tensor in it cast to ``dtype`` (apex's ``applier(..., to_type)``)."""
+    return map_tensors(value, lambda t: replace(t, dtypes=(t.dtypes & ~FLOATS) | dtype, graph=t.low_graph, param=False)
+                       if t.dtypes & FLOATS else t)
 
 
 def _mark_apex(model: Module) -> Module:
@@ -1492,6 +1482,17 @@ def namedtuple_class(fields: Value) -> Value:
     return obj("namedtuple", fields=Seq(tuple(Scalar("str", n) for n in names)))
 
 
+def named_tuple(names: Tuple[str, ...], args: Sequence[Value], kwargs: Dict[str, Value],
+                defaults: Dict[str, Value]) -> Value:
+    """An instance of a named tuple with fields ``names`` (``defaults``: of the fields that have one)."""
+    positional = _positional(args)
+    if len(positional) < len(args) or "**" in kwargs:
+        return Coll(UNKNOWN)
+    items = [positional[i] if i < len(positional) else kwargs.get(n, defaults.get(n, UNKNOWN))
+             for i, n in enumerate(names)]
+    return Seq(tuple(items), names)
+
+
 def call_obj(interp: "Interpreter", frame: "Frame", value: Obj, args: List[Value], kwargs: Dict[str, Value],
              node: Optional[ast.AST]) -> Value:
     if value.kind == "partial":  # ``functools.partial(f, *bound, **fixed)(*rest, **more)``
@@ -1504,11 +1505,7 @@ def call_obj(interp: "Interpreter", frame: "Frame", value: Obj, args: List[Value
     if value.kind == "namedtuple":
         fields = value.get("fields")
         names = tuple(i.value for i in fields.items) if isinstance(fields, Seq) else ()  # type: ignore[attr-defined]
-        positional = _positional(args)
-        if len(positional) < len(args) or "**" in kwargs:
-            return Coll(UNKNOWN)
-        items = [positional[i] if i < len(positional) else kwargs.get(n, UNKNOWN) for i, n in enumerate(names)]
-        return Seq(tuple(items), names)
+        return named_tuple(names, args, kwargs, {})
     if value.kind == "ds_engine":
         module = value.get("module")
         if isinstance(module, Module):
