@@ -338,6 +338,11 @@ def test_an_unlisted_torch_function_of_a_model_or_an_unknown_is_no_tensor(tmp_pa
     ("e = a.to(torch.float32).half()", "tensor float16"),
     ("e = torch.Tensor(4, 8)", "tensor float32"),  # the legacy constructor: sizes, default float dtype
     ("e = torch.Tensor([1, 2])", "tensor float32"),  # data too: never inferred like torch.tensor
+    # a float16 and a float32 operand of an op that needs one dtype raise in torch: one of the two is
+    # known imprecisely, so either dtype (promotion, which would say float32, does not happen)
+    ("e = a @ torch.randn(3, 3)", "tensor float16 or float32"),
+    ("e = torch.bmm(a[None], torch.ones(1, 3, 3))", "tensor float16 or float32"),
+    ("e = a + torch.randn(3, 3)", "tensor float32"),  # an elementwise op promotes
 ])
 def test_torch_functions_and_cast_chains(tmp_path: Path, line: str, expected: str) -> None:
     code = f"""
@@ -1907,8 +1912,7 @@ def test_a_converter_run_by_module_apply_casts_the_model(tmp_path: Path) -> None
     """``net.apply(to_fp16)`` with a converter that casts every layer it is given leaves the model
     computing in half, as ``net.half()`` would; the evidence names the apply call. A converter that
     only initialises weights casts nothing, and one that converts only some kinds of layer
-    (``if isinstance(layer, nn.Linear):``) leaves the model as it was: its other layers keep float32.
-    (Before, apply's effects were lost.)"""
+    (``if isinstance(layer, nn.Linear):``) casts only those. (Before, apply's effects were lost.)"""
     code = """
     import torch
     import torch.nn as nn
@@ -1941,7 +1945,71 @@ def test_a_converter_run_by_module_apply_casts_the_model(tmp_path: Path) -> None
     net = next(v for v in explain_json(tmp_path, "m.py", "# <-")[0]["values"] if v["expression"] == "net")
     assert any("`net.apply(to_fp16)`" in because for because in net["because"]), net
     assert one(tmp_path, code.replace("make(True)", "make(False)"), "# <-", "net") == [
-        "module Scorer with float32 parameters"]
+        "module Scorer with float16 parameters in its Linear layers"]
+    assert one(tmp_path, code.replace("make(True)", "make(False)").replace("net.apply(linear_to_fp16)", ""),
+               "# <-", "net") == ["module Scorer with float32 parameters"]
+
+
+def test_a_converter_of_some_kinds_of_layer_casts_only_those(tmp_path: Path) -> None:
+    """A ``model.apply`` converter that casts the weights of linear and conv layers only (CLIP's
+    ``convert_weights`` shape): those layers, and the containers and user modules holding them,
+    compute in half; a LayerNorm, an embedding and a module's own ``nn.Parameter`` keep float32.
+    The model's parameters are trained without master weights (AMP101 at the apply call), and the
+    loss on its half logits is reported. (Before, a converter that cast only some kinds of layer
+    cast nothing.)"""
+    code = """
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    def weights_to_half(mod):
+        if not isinstance(mod, (nn.Conv1d, nn.Linear)):
+            return
+        mod.weight.data = mod.weight.data.half()
+        if mod.bias is not None:
+            mod.bias.data = mod.bias.data.half()
+
+    class Classifier(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = nn.Sequential(nn.Linear(32, 32), nn.GELU())
+            self.ln = nn.LayerNorm(32)
+            self.temperature = nn.Parameter(torch.ones([]))
+            self.out = nn.Linear(32, 5)
+
+        def forward(self, feats):
+            normed = self.ln(feats)  # <- norm
+            hidden = self.blocks(normed.to(self.out.weight.dtype))  # <- blocks
+            scale = self.temperature.exp()  # <- own parameter
+            return self.out(hidden) * scale.item()
+
+    clf = Classifier()
+    clf.apply(weights_to_half)
+    opt = torch.optim.SGD(clf.parameters(), lr=0.1)
+    logits = clf(torch.randn(4, 32))  # <- call
+    loss = F.cross_entropy(logits, torch.randint(0, 5, (4,)))  # <- loss
+    loss.backward()
+    opt.step()
+    """
+    # the forward runs twice: called by the script, and as the half model's own (inputs unknown)
+    assert set(one(tmp_path, code, "# <- norm", "self.ln")) == {"module torch.nn.LayerNorm with float32 parameters"}
+    assert set(one(tmp_path, code, "# <- norm", "normed")) == {"tensor float32", "tensor float32 (or unknown)"}
+    assert set(one(tmp_path, code, "# <- blocks", "self.blocks")) == {
+        "module torch.nn.Sequential with float16 parameters in its Conv1d, Linear layers"}
+    assert set(one(tmp_path, code, "# <- blocks", "hidden")) == {"tensor float16"}
+    assert set(one(tmp_path, code, "# <- own parameter", "self.temperature")) == {"tensor float32"}
+    assert one(tmp_path, code, "# <- call", "clf") == [
+        "module Classifier with float16 parameters in its Conv1d, Linear layers"]
+    assert one(tmp_path, code, "# <- loss", "logits") == ["tensor float16"]
+    codes = _codes(tmp_path, code)
+    assert f"{_line_of(code, 'clf.apply(')}: AMP101" in codes, codes
+    assert f"{_line_of(code, '# <- loss')}: AMP202" in codes, codes
+    # converted on one path only: the join keeps which layers the cast may have reached
+    flagged = code.replace("clf.apply(weights_to_half)", "if sys.argv[1:]:\n        clf.apply(weights_to_half)")
+    flagged = flagged.replace("import torch\n", "import sys\n    import torch\n", 1)
+    assert one(tmp_path, flagged, "# <- call", "clf") == [
+        "module Classifier with float16 or float32 parameters in its Conv1d, Linear layers"]
+    assert set(one(tmp_path, flagged, "# <- own parameter", "self.temperature")) == {"tensor float32"}
 
 
 def test_a_function_picked_by_name_from_many_is_each_of_them(tmp_path: Path) -> None:

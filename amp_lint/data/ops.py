@@ -120,6 +120,18 @@ LEARNED_OPS = frozenset({
     "stft", "fft", "rfft", "fft2", "rfft2", "fftn", "rfftn",
 })
 
+#: Ops whose tensor operands must share a dtype: outside autocast a float16 operand with a float32
+#: one raises instead of promoting (torch 2.13.0, CPU, measured: matmul/mm/linear "expected m1 and
+#: m2 to have the same dtype", bmm/einsum "expected scalar type Half but found Float", conv "Input
+#: type ... and weight type ... should be the same", sdpa "Expected query, key, and value to have the
+#: same dtype"). Where the analysis sees two dtypes, one of them is known imprecisely (a parameter
+#: cast by a converter it cannot follow), so the result may be either, not the promoted float32.
+SAME_DTYPE_OPS = frozenset({
+    "matmul", "__matmul__", "mm", "bmm", "baddbmm", "addmm", "addbmm", "linear", "bilinear", "conv1d", "conv2d",
+    "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "einsum", "mv", "addmv", "dot", "vdot",
+    "tensordot", "scaled_dot_product_attention",
+})
+
 #: Reductions that return a 0-dim tensor when called with no ``dim`` (``x.sum()``, ``torch.mean(x)``).
 #: A 0-dim tensor yields to tensors with dimensions in type promotion (PyTorch docs, "Type promotion":
 #: "If a zero-dimension tensor operand has a higher category than dimensioned operands, we promote to

@@ -23,7 +23,9 @@ class HalfModelTraining(Rule):
     ## What it does
     Finds a module cast wholesale to half precision (`model.half()`, `.bfloat16()`,
     `.to(torch.float16)`, `.to(dtype=...)`, `from_pretrained(..., torch_dtype=torch.float16)`,
-    or built after `torch.set_default_dtype(torch.bfloat16)`, reported at that call, without a fix)
+    built after `torch.set_default_dtype(torch.bfloat16)`, or converted layer by layer by
+    `model.apply(convert)`, also where `convert` casts only its linear and conv layers as CLIP's
+    `convert_weights` does; reported at that call, without a fix)
     whose parameters an optimizer is then built over, anywhere in the program (the cast in one
     file, the optimizer in another counts), or cast in place after an optimizer over its parameters
     was built, when that optimizer then steps (`.half()` converts the very tensors the optimizer

@@ -216,7 +216,8 @@ def describe(value: Value) -> str:
             cls = option.cls
             name = getattr(getattr(cls, "info", None), "qualname", None) or getattr(cls, "name", None) or "a model"
             cast = dtype_label(option.cast) if option.cast and not option.cast_unknown else "unknown dtype"
-            parts.append(f"module {name} with {cast} parameters")
+            where = f" in its {', '.join(sorted(option.kinds))} layers" if option.kinds else ""
+            parts.append(f"module {name} with {cast} parameters{where}")
         elif isinstance(option, DType):
             parts.append(f"dtype {dtype_label(option.dtypes)}")
         elif option is UNKNOWN:

@@ -33,7 +33,7 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
-from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from amp_lint.data import ops as optable
 from amp_lint.semantics import torch_api
@@ -125,7 +125,7 @@ class Frame:
     """The state of one running scope."""
 
     __slots__ = ("module", "info", "env", "record", "state", "stack", "returns", "mutated", "assigned", "loops",
-                 "cls", "autocast_origin", "context_free", "yields", "statement", "closure", "no_grad")
+                 "cls", "autocast_origin", "context_free", "yields", "statement", "closure", "no_grad", "returned")
 
     def __init__(self, module: SourceModule, info: Optional[FunctionInfo], env: Dict[str, Value], record: Record,
                  state: State, stack: Tuple[CallSite, ...], cls: Optional[ClassInfo] = None) -> None:
@@ -138,6 +138,8 @@ class Frame:
         self.returns: Optional[Value] = None
         self.mutated: Set[str] = set()
         self.assigned: Set[str] = set()
+        #: at each ``return`` passed so far, what the names changed in place by then held
+        self.returned: List[Dict[str, Value]] = []
         self.loops: List[Tuple[List[Dict[str, Value]], List[Dict[str, Value]]]] = []
         self.cls = cls
         self.autocast_origin: Optional[Origin] = record.autocast_origin
@@ -192,6 +194,9 @@ class Interpreter:
         self._compares_of: Dict[int, List[Compared]] = {}
         #: ids of torch.nn constructor calls whose module ran in half (cast, or called under autocast)
         self.half_layers: Set[int] = set()
+        #: a ``model.apply`` converter is being tried on a layer of each ``torch.nn`` class: tests
+        #: ``isinstance(layer, nn.Linear)`` of those layers are decided
+        self.probing_layers = False
 
         #: optimizers built over half parameters: (optimizer site, origin of the half dtype)
         self.half_optimizers: List[Tuple[str, Origin]] = []
@@ -300,23 +305,25 @@ class Interpreter:
                 if isinstance(option.cls, ClassVal) or option.items:
                     self.seeds.append((option, frame.module, option.origin))
 
-    def mark_half_layers(self, module: Value, seen: Set[int]) -> None:
-        """Every torch.nn layer inside a module cast to half computes in half."""
+    def mark_half_layers(self, module: Value, seen: Set[int], kinds: FrozenSet[str] = frozenset()) -> None:
+        """Every torch.nn layer inside a module cast to half computes in half (``kinds``: every
+        layer of those classes, where a converter cast only some)."""
         for option in options(module):
             if not isinstance(option, Module):
                 if isinstance(option, (Seq, Coll)):
                     for item in (option.items if isinstance(option, Seq) else (option.elem,)):
-                        self.mark_half_layers(item, seen)
+                        self.mark_half_layers(item, seen, kinds)
                 continue
-            if option.site is not None:
+            reached = kinds or option.kinds
+            if option.site is not None and (not reached or option.layer_name in reached):
                 self.half_layers.add(id(option.site))
             for item in option.items:
-                self.mark_half_layers(item, seen)
+                self.mark_half_layers(item, seen, reached)
             if isinstance(option.cls, ClassVal) and id(option.cls.info) not in seen:
                 seen.add(id(option.cls.info))
                 for cls in self.mro(option.cls.info):
                     for value in cls.fields.values():
-                        self.mark_half_layers(value, seen)
+                        self.mark_half_layers(value, seen, reached)
 
     def analyse_seed(self, seed: Module, where: SourceModule, origin: Optional[Origin],
                      done: Set[Tuple[int, Module]]) -> None:
@@ -582,6 +589,8 @@ class Interpreter:
         if frame.no_grad:
             value = torch_api.detached(value)
         frame.returns = join(frame.returns, value)
+        # the effects of this path (an early return skips a cast below it)
+        frame.returned.append({name: frame.env[name] for name in frame.mutated if name in frame.env})
         return False
 
     def _s_raise(self, node: ast.Raise, frame: Frame) -> bool:
@@ -1104,7 +1113,8 @@ class Interpreter:
     def _e_unaryop(self, node: ast.UnaryOp, frame: Frame) -> Value:
         operand = self.ev(node.operand, frame)
         if isinstance(node.op, ast.Not):
-            known = _truth(node.operand, operand) if isinstance(node.operand, ast.Name) else None
+            known = _truth(node.operand, operand) if isinstance(node.operand, ast.Name) or _is_isinstance(node.operand) \
+                else None
             return Scalar("bool") if known is None else Scalar("bool", not known)
         out: Optional[Value] = None
         for option in options(operand):
@@ -1724,7 +1734,10 @@ class Interpreter:
         effects: Dict[int, Value] = {}
         for i, name in enumerate(names):
             if name in frame.mutated and name not in frame.assigned:
-                effects[i] = frame.env.get(name, UNKNOWN)
+                effect = frame.env.get(name, UNKNOWN)
+                for returned in frame.returned:  # joined over the paths that return early
+                    effect = join(effect, returned.get(name, env.get(name, UNKNOWN)))
+                effects[i] = effect
         summary = Summary(frame.returns if frame.returns is not None else NONE, effects,
                           {cls: cls.field_version for cls in read}, record, reruns, FIELD_CHANGES[0])
         self.memo[key] = summary
@@ -2093,6 +2106,10 @@ def _rebinds_globals(call: ast.AST) -> bool:
             and isinstance(func.value.func, ast.Name) and func.value.func.id in ("globals", "vars"))
 
 
+def _is_isinstance(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance"
+
+
 def _truth(node: ast.AST, value: Value) -> Optional[bool]:
     """A branch decided statically: literal constants, ``TYPE_CHECKING``, and a name whose value
     is a known constant here (``USE_CUTOUTS = False`` at module level, or ``False`` passed by
@@ -2105,8 +2122,10 @@ def _truth(node: ast.AST, value: Value) -> Optional[bool]:
         return False
     if isinstance(node, (ast.Compare, ast.BoolOp)) and isinstance(value, Scalar) and isinstance(value.value, bool):
         return value.value  # a dtype or None test (:func:`dtype_test`, :func:`none_test`), or and/or of known ones
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not) and isinstance(node.operand, ast.Name) \
-            and isinstance(value, Scalar) and isinstance(value.value, bool):
+    if _is_isinstance(node) and isinstance(value, Scalar) and isinstance(value.value, bool):
+        return value.value  # a torch.nn layer of a known class (:func:`torch_api.layer_isinstance`)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not) and isinstance(value, Scalar) \
+            and isinstance(value.value, bool) and (isinstance(node.operand, ast.Name) or _is_isinstance(node.operand)):
         return value.value  # ``not flag`` of a known flag (its value is already negated)
     if isinstance(node, ast.Name) and isinstance(value, Scalar):
         if value.kind == "none":
@@ -2241,10 +2260,10 @@ def adopt(value: Value, owner: Module) -> Value:
     out: Optional[Value] = None
     for option in options(value):
         if isinstance(option, Module):
-            adopted: Value = option.cast_to(owner.cast, owner.origin)
-            if owner.cast_unknown:
+            adopted: Value = option.cast_to(owner.cast, owner.origin, owner.kinds)
+            if owner.cast_unknown and adopted is not option:
                 adopted = adopted.with_unknown()  # type: ignore[union-attr]
-        elif isinstance(option, Tensor) and option.param:
+        elif isinstance(option, Tensor) and option.param and not owner.kinds:
             dtypes = owner.cast if option.dtypes & FLOATS else option.dtypes
             adopted = Tensor(dtypes, owner.cast_unknown, owner.origin if owner.cast & HALF else None, param=True)
         elif isinstance(option, Coll):

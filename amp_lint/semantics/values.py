@@ -28,6 +28,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, FrozenSet, Iterable, Iterator, List, Optional, Tuple
 
+from amp_lint.data.ops import MODULE_KINDS
+
+#: ``torch.nn`` classes that hold other modules and have no parameters of their own
+CONTAINERS = frozenset(name for name, kind in MODULE_KINDS.items() if kind == "container")
+
 # -- dtypes as bits ------------------------------------------------------------------------------
 BOOL, INT, F16, BF16, F32, F64 = 1, 2, 4, 8, 16, 32
 HALF = F16 | BF16
@@ -215,33 +220,53 @@ class Module(Value):
     mode: str = ""
     #: the ``torch.nn`` constructor call that made it (an annotation)
     site: Any = None
+    #: where a converter cast only some kinds of layer (``model.apply(f)``, ``f`` casting the weights
+    #: of ``nn.Linear`` and ``nn.Conv2d`` only): the short names of those ``torch.nn`` classes. The
+    #: cast reaches them and the containers and user modules that hold them, not the other layers
+    #: nor a user module's own parameters. Empty: the cast reached every parameter.
+    kinds: FrozenSet[str] = frozenset()
 
     def __eq__(self, other: object) -> bool:
         return (type(other) is Module and self.cls == other.cls and self.cast == other.cast  # type: ignore[attr-defined]
                 and self.cast_unknown == other.cast_unknown and self.items == other.items  # type: ignore[attr-defined]
-                and self.master == other.master and self.mode == other.mode)  # type: ignore[attr-defined]
+                and self.master == other.master and self.mode == other.mode  # type: ignore[attr-defined]
+                and self.kinds == other.kinds)  # type: ignore[attr-defined]
 
     def __hash__(self) -> int:
         cached = self.__dict__.get("_hash")
         if cached is None:
-            cached = hash((2, self.cls, self.cast, self.cast_unknown, self.items, self.master, self.mode))
+            cached = hash((2, self.cls, self.cast, self.cast_unknown, self.items, self.master, self.mode, self.kinds))
             object.__setattr__(self, "_hash", cached)
         return cached
 
-    def cast_to(self, dtypes: int, origin: Optional[Origin]) -> "Module":
-        items = tuple(_cast_child(i, dtypes, origin) for i in self.items)
-        return replace(self, cast=dtypes, cast_unknown=False, origin=origin if dtypes & HALF else None, items=items)
+    def cast_to(self, dtypes: int, origin: Optional[Origin], kinds: FrozenSet[str] = frozenset()) -> "Module":
+        """The module after a cast of its parameters to ``dtypes`` (``kinds``: only those layers')."""
+        layer = self.layer_name
+        if kinds and layer is not None and layer not in CONTAINERS:
+            return self.cast_to(dtypes, origin) if layer in kinds else self
+        kinds = kinds if dtypes & HALF else frozenset()
+        items = tuple(_cast_child(i, dtypes, origin, kinds) for i in self.items)
+        return replace(self, cast=dtypes, cast_unknown=False, origin=origin if dtypes & HALF else None, items=items,
+                       kinds=kinds)
+
+    @property
+    def layer_name(self) -> Optional[str]:
+        """The short name of a ``torch.nn`` class (``Linear``); None for other modules."""
+        cls = self.cls
+        if isinstance(cls, Ext) and cls.name.startswith("torch.nn."):
+            return cls.name.rsplit(".", 1)[-1]
+        return None
 
     def with_unknown(self) -> "Module":
         return replace(self, cast_unknown=True)
 
 
-def _cast_child(child: Value, dtypes: int, origin: Optional[Origin]) -> Value:
+def _cast_child(child: Value, dtypes: int, origin: Optional[Origin], kinds: FrozenSet[str]) -> Value:
     """A container's child under its owner's cast: a module, or each module a child may be."""
     if isinstance(child, Module):
-        return child.cast_to(dtypes, origin)
+        return child.cast_to(dtypes, origin, kinds)
     if isinstance(child, Union):
-        return union_of(_cast_child(o, dtypes, origin) for o in options(child))
+        return union_of(_cast_child(o, dtypes, origin, kinds) for o in options(child))
     return child
 
 
@@ -479,6 +504,14 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
     return _union(options(a) + options(b), wide)
 
 
+def _join_kinds(a: "Module", b: "Module") -> FrozenSet[str]:
+    """The layers a half cast may have reached in either module (empty: every layer)."""
+    halves = [m.kinds for m in (a, b) if m.cast & HALF]
+    if not halves or not all(halves):
+        return frozenset()
+    return frozenset().union(*halves)
+
+
 def registry_join(values: Iterable[Optional[Value]]) -> Value:
     """The join of what a registry keeps (a dict or list of classes, stored under keys nobody knows):
     up to :data:`REGISTRY_UNION_LIMIT` project classes stay, where another join keeps six."""
@@ -570,7 +603,7 @@ def _join_same(a: Value, b: Value) -> Optional[Value]:
         items = a.items if a.items == b.items else (
             tuple(join(x, y) for x, y in zip(a.items, b.items)) if len(a.items) == len(b.items) else ())
         return Module(a.cls, a.cast | b.cast, a.cast_unknown or b.cast_unknown, origin, items, a.master and b.master,
-                      a.mode, a.site if a.site is b.site else None)
+                      a.mode, a.site if a.site is b.site else None, _join_kinds(a, b))
     if isinstance(a, Seq):
         assert isinstance(b, Seq)
         if len(a.items) == len(b.items):
