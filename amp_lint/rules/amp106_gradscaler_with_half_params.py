@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+from typing import Optional, Set
 
 from amp_lint.findings import Severity
 from amp_lint.rules.base import Invalid, Rule, Valid
@@ -18,7 +19,10 @@ class GradScalerWithHalfParams(Rule):
     ## What it does
     Finds a `GradScaler(...)` whose `step`/`unscale_` receives an optimizer of float16 or
     bfloat16 parameters (a model cast wholesale with `model.half()`, `.to(torch.float16)`, ...),
-    followed by dataflow from the cast to the optimizer to the scaler, across files.
+    followed by dataflow from the cast to the optimizer to the scaler, across files. A scaler built
+    under a test (`GradScaler() if args.precision == "amp" else None`, `if args.amp:`) is reported
+    only when the cast holds under that same test: built for one mode and cast for another, nothing
+    shows that a run does both.
 
     ## Why is this bad?
     `GradScaler.unscale_` (called by `scaler.step` or explicitly) refuses float16 gradients:
@@ -45,6 +49,24 @@ class GradScalerWithHalfParams(Rule):
         model = Net().cuda().half().eval()
         scaler = torch.amp.GradScaler("cuda")
         """),
+        Valid("""
+        import argparse
+        import torch
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--precision", default="amp")
+        args = parser.parse_args()
+        model = Net().cuda()
+        if args.precision == "fp16":
+            model.half()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        scaler = torch.amp.GradScaler("cuda") if args.precision == "amp" else None
+        for x, y in loader:
+            loss = loss_fn(model(x), y)
+            if scaler is not None:
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+        """),
     ]
     INVALID = [
         Invalid(
@@ -60,14 +82,59 @@ class GradScalerWithHalfParams(Rule):
                 scaler.update()
             """,
         ),
+        Invalid(
+            """
+            import argparse
+            import torch
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--fp16", action="store_true")
+            args = parser.parse_args()
+            model = Net().cuda()
+            if args.fp16:
+                model.half()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            if args.fp16:
+                scaler = torch.amp.GradScaler("cuda")
+            for x, y in loader:
+                loss = loss_fn(model(x), y)
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+            """,
+        ),
     ]
 
     def visit_Call(self, node: ast.Call) -> None:
         origin = self.ctx.facts.half_scaler(":".join(map(str, node_key(self.ctx.module.relpath, node))))
         if origin is None:
             return
+        guards = self._guards()
+        if guards is not None and origin.condition and origin.condition not in guards:
+            # built under one test, the model cast under another: nothing shows that one run does
+            # both (``GradScaler() if args.precision == "amp" else None`` with the cast for "fp16")
+            return
         message = (f"This GradScaler unscales gradients of half-precision parameters (cast at {origin.path}:"
                    f"{origin.line}): it raises \"Attempting to unscale FP16 gradients\"; keep the model in fp32 "
                    "and use `torch.autocast`")
         self.report(node, message, evidence=(self.ctx.observations(node)[0].evidence(None)
                                               if self.ctx.observations(node) else ()))
+
+    def _guards(self) -> Optional[Set[str]]:
+        """The conditions the call runs under, as evidence names them (the tests of the ``if``
+        statements and conditional expressions around it, and each conjunct of a test that holds);
+        None where it runs unconditionally."""
+        texts: Set[str] = set()
+        guarded = False
+        stack = self.ctx.stack
+        for parent, child in zip(stack, stack[1:]):
+            if isinstance(parent, ast.If):
+                holds = child in parent.body
+            elif isinstance(parent, ast.IfExp) and child is not parent.test:
+                holds = child is parent.body
+            else:
+                continue
+            guarded = True
+            texts.add(self.ctx.facts.condition_texts(parent.test, self.ctx.module)[0 if holds else 1])
+            if holds and isinstance(parent.test, ast.BoolOp) and isinstance(parent.test.op, ast.And):
+                texts.update(self.ctx.facts.condition_texts(value, self.ctx.module)[0] for value in parent.test.values)
+        return texts if guarded else None

@@ -13,7 +13,8 @@ import ast
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Tuple
 
-from amp_lint.semantics.interpreter import Interpreter, Record, State
+from amp_lint.semantics.interpreter import Interpreter, Record, State, condition_texts
+from amp_lint.semantics.program import SourceModule
 from amp_lint.semantics.values import (
     BF16, HALF, UNKNOWN, DType, Ext, Module, Origin, Tensor, Value, dtype_label, options,
 )
@@ -168,6 +169,12 @@ class Facts:
         """The origin of the half parameters whose gradients the GradScaler built at ``site``
         (``path:line:col:...`` node key) unscales, or ``None``."""
         return self.interpreter.half_scalers.get(site)
+
+    @staticmethod
+    def condition_texts(test: ast.AST, module: SourceModule) -> Tuple[str, str]:
+        """The text of a branch test and of its negation, as the evidence's conditions read them
+        (``Origin.condition``: ``args.fp16`` / ``not args.fp16``)."""
+        return condition_texts(test, module)
 
     def frameworks(self) -> List[Tuple[str, Optional[str]]]:
         """(kind, precision text or None) of each framework that owns mixed precision in the program."""
