@@ -159,6 +159,32 @@ def test_from_pretrained_with_a_half_dtype(tmp_path: Path) -> None:
     assert one(tmp_path, code, "# <-", "h") == ["tensor float16"]
 
 
+def test_a_half_dtype_chosen_against_auto_or_none_holds_under_its_condition(tmp_path: Path) -> None:
+    """``torch_dtype=torch.float16 if args.fp16 else "auto"`` (or ``else None``): the model is half
+    only when the flag holds, and the findings say so. (Before, the string or None on the other side
+    was no dtype, so the half cast read as unconditional.)"""
+    code = """
+    import argparse
+    import torch
+    from transformers import AutoModelForCausalLM
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--fp16", action="store_true")
+    args = parser.parse_args()
+    lm = AutoModelForCausalLM.from_pretrained("gpt2", torch_dtype=torch.float16 if args.fp16 else "auto")
+    opt = torch.optim.AdamW(lm.parameters(), lr=1e-5)
+    loss = lm(ids, labels=ids).loss
+    loss.backward()  # <-
+    opt.step()
+    """
+    for other in ('"auto"', "None"):
+        variant = code.replace('"auto")', other + ")")
+        (tmp_path / "m.py").write_text(textwrap.dedent(variant).lstrip("\n"), encoding="utf-8")
+        result = subprocess.run([sys.executable, "-m", "amp_lint", "check", "--isolated", "--no-cache",
+                                 "--output-format", "json", str(tmp_path / "m.py")], capture_output=True, text=True)
+        findings = {f["code"]: f["message"] for f in json.loads(result.stdout)}
+        assert "AMP101" in findings and findings["AMP101"].endswith("(when `args.fp16`)"), (other, findings)
+
+
 def test_inherited_and_super_methods_run_with_the_subclass_instance(tmp_path: Path) -> None:
     code = """
     import torch

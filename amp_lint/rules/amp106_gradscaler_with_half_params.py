@@ -22,7 +22,8 @@ class GradScalerWithHalfParams(Rule):
     followed by dataflow from the cast to the optimizer to the scaler, across files. A scaler built
     under a test (`GradScaler() if args.precision == "amp" else None`, `if args.amp:`) is reported
     only when the cast holds under that same test: built for one mode and cast for another, nothing
-    shows that a run does both.
+    shows that a run does both. A test of `None` (`if self.scaler is None:`, building it once) is
+    no mode.
 
     ## Why is this bad?
     `GradScaler.unscale_` (called by `scaler.step` or explicitly) refuses float16 gradients:
@@ -102,6 +103,34 @@ class GradScalerWithHalfParams(Rule):
                 scaler.update()
             """,
         ),
+        Invalid(
+            """
+            import argparse
+            import torch
+
+            class Trainer:
+                def __init__(self, model, half):
+                    if half:
+                        model.half()
+                    self.model = model
+                    self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)
+                    self.scaler = None
+
+                def step(self, x, y):
+                    if self.scaler is None:
+                        self.scaler = torch.amp.GradScaler("cuda")
+                    loss = torch.nn.functional.mse_loss(self.model(x).float(), y)
+                    self.scaler.scale(loss).backward()
+                    self.scaler.step(self.optimizer)
+                    self.scaler.update()
+
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--half", action="store_true")
+            trainer = Trainer(torch.nn.Linear(4, 4), parser.parse_args().half)
+            for x, y in loader:
+                trainer.step(x, y)
+            """,
+        ),
     ]
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -133,8 +162,16 @@ class GradScalerWithHalfParams(Rule):
                 holds = child is parent.body
             else:
                 continue
+            if _is_none_test(parent.test):
+                continue  # ``if self.scaler is None:`` builds it once, whatever the mode
             guarded = True
             texts.add(self.ctx.facts.condition_texts(parent.test, self.ctx.module)[0 if holds else 1])
             if holds and isinstance(parent.test, ast.BoolOp) and isinstance(parent.test.op, ast.And):
                 texts.update(self.ctx.facts.condition_texts(value, self.ctx.module)[0] for value in parent.test.values)
         return texts if guarded else None
+
+
+def _is_none_test(test: ast.AST) -> bool:
+    """``x is None`` / ``x is not None``."""
+    return (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+            and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None)

@@ -93,6 +93,7 @@ class Observation:
             what = {"module_cast": f"a module cast to {name}", "from_pretrained": f"a model loaded in {name}",
                     "apex": "an apex fp16 model", "framework": f"a model cast to {name}",
                     "cast": f"a tensor cast to {name}", "dtype": f"created as {name}",
+                    "dtype_choice": f"created as {name}",
                     "default_dtype": f"default dtype {name}"}.get(kind, "outside autocast")
             return f"in {name} ({what})"
         device = {"cpu": "CPU autocast", "apex": "apex O1"}.get(state[0], "CUDA autocast")
@@ -122,6 +123,7 @@ def _origin_of(value: Value) -> Optional[Origin]:
 def _origin_message(origin: Origin) -> str:
     what = {
         "cast": "cast to half", "module_cast": "module cast to half", "autocast_guess": "autocast (dtype unknown)", "autocast": "autocast region", "dtype": "created in half precision",
+        "dtype_choice": "half dtype chosen",
         "from_pretrained": "loaded in half precision", "apex": "apex amp", "framework": "mixed precision set here",
         "default_dtype": "default dtype set to half",
     }.get(origin.kind, origin.kind)

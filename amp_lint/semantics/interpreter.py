@@ -1192,8 +1192,12 @@ class Interpreter:
         orelse = self.ev(node.orelse, frame) if decided is not True else None
         if body is None or orelse is None:
             return body if body is not None else (orelse if orelse is not None else UNKNOWN)
-        joined = join(body, orelse)
         side = _half_side(body, orelse) if body != orelse else 0
+        if side == 1:
+            body = _dtype_with_origin(body, frame, node.body)
+        elif side == 2:
+            orelse = _dtype_with_origin(orelse, frame, node.orelse)
+        joined = join(body, orelse)
         if side:
             joined = with_condition(joined, self._condition_texts(node.test, frame.module)[side - 1])
         return joined
@@ -2308,6 +2312,14 @@ def join_envs(a: Optional[Dict[str, Value]], b: Optional[Dict[str, Value]],
     return out
 
 
+def _dtype_with_origin(value: Value, frame: Frame, node: ast.AST) -> Value:
+    """A half dtype picked on one side of a conditional expression (``torch.float16 if fp16 else
+    "auto"``) is evidence there, so that it can carry the condition."""
+    if isinstance(value, DType) and value.dtypes & FLOATS and not value.dtypes & FLOATS & ~HALF and value.origin is None:
+        return replace(value, origin=torch_api.dtype_origin(frame, node))
+    return value
+
+
 def _half_side(a: Value, b: Value) -> int:
     """1 when only ``a`` is half and ``b`` is the same kind of value wider (``model.half()`` on one
     path only: the branch condition is the precision's), 2 the other way round, else 0."""
@@ -2322,11 +2334,17 @@ def _half_side(a: Value, b: Value) -> int:
     def half_graph(v: Value) -> bool:
         return any(isinstance(o, Tensor) and o.graph & HALF for o in options(v))
 
+    def unspecified(v: Value) -> bool:  # ``None`` or ``"auto"`` in place of a dtype: not half either
+        return all(isinstance(o, Scalar) and o.kind in ("none", "str") for o in options(v))
+
+    def dtype_choice(v: Value) -> bool:
+        return any(isinstance(o, DType) for o in options(v))
+
     half_a, wide_a = dtypes(a)
     half_b, wide_b = dtypes(b)
-    if half_a and not half_b and wide_b:
+    if half_a and not half_b and (wide_b or dtype_choice(a) and unspecified(b)):
         return 1
-    if half_b and not half_a and wide_a:
+    if half_b and not half_a and (wide_a or dtype_choice(b) and unspecified(a)):
         return 2
     # a loss computed under autocast on one path only (``if use_amp: with autocast(): loss = ...``)
     graph_a, graph_b = half_graph(a), half_graph(b)

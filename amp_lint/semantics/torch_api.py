@@ -635,9 +635,14 @@ def module_method(interp: "Interpreter", frame: "Frame", module: Module, name: s
     if name in ("to", "type"):
         target = _cast_target(args, kwargs)
         if isinstance(target, DType) and (target.dtypes & FLOATS):
+            # a conditional half value's origin is the cast's evidence; a dtype chosen under a
+            # condition (``torch.float16 if fp16 else None``) is not: the cast is, unconditional
+            # here (evidence keeps one condition, and the branch this cast sits in must set it:
+            # ``if not train_encoder: encoder.to(dtype)`` is exclusive with the optimizer's branch)
+            chosen = target.origin is not None and target.origin.kind == "dtype_choice"
             result = module.cast_to(target.dtypes & FLOATS, target.origin if target.dtypes & HALF and target.origin
-                                    and target.origin.condition else _origin(frame, node, "module_cast"))
-            if target.origin is not None and target.origin.condition and result.origin is not None:
+                                    and target.origin.condition and not chosen else _origin(frame, node, "module_cast"))
+            if target.origin is not None and target.origin.condition and result.origin is not None and not chosen:
                 result = replace(result, origin=replace(result.origin, condition=target.origin.condition))
             if target.unknown:
                 result = result.with_unknown()
@@ -727,6 +732,11 @@ def _casts_to_half(interp: "Interpreter", frame: "Frame", fn: Value, layer: Modu
             interp.call(option, [layer], {}, frame, None)
             every_path = False
     return half, every_path and bool(half)
+
+
+def dtype_origin(frame: "Frame", node: Optional[ast.AST]) -> Optional[Origin]:
+    """Where a half dtype was chosen on one path (``torch.float16 if fp16 else None``)."""
+    return _origin(frame, node, "dtype_choice")
 
 
 def module_cast_origin(frame: "Frame", node: Optional[ast.AST]) -> Optional[Origin]:
@@ -1281,6 +1291,8 @@ def from_pretrained(interp: "Interpreter", frame: "Frame", cls: Value, args: Lis
     target = _cast_target([dtype], {})
     if isinstance(target, DType) and target.dtypes & FLOATS:
         origin = _origin(frame, node, "from_pretrained")
+        if origin is not None and target.origin is not None and target.origin.condition:
+            origin = replace(origin, condition=target.origin.condition)  # ``torch.float16 if fp16 else "auto"``
         result = module.cast_to(target.dtypes & FLOATS, origin)
         interp.add_seed(result, frame)
         return result.with_unknown() if target.unknown else result

@@ -87,7 +87,7 @@ def promote(a: int, b: int) -> int:
 class Origin:
     """Where a half dtype (or a cast, or an autocast region) comes from."""
 
-    kind: str  # "cast", "autocast", "dtype", "from_pretrained", "apex", "framework", "library"
+    kind: str  # "cast", "autocast", "dtype", "dtype_choice", "from_pretrained", "apex", "framework", "library"
     path: str
     line: int
     text: str
