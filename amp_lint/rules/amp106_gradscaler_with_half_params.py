@@ -156,10 +156,8 @@ class GradScalerWithHalfParams(Rule):
         guarded = False
         stack = self.ctx.stack
         for parent, child in zip(stack, stack[1:]):
-            if isinstance(parent, ast.If):
-                holds = child in parent.body
-            elif isinstance(parent, ast.IfExp) and child is not parent.test:
-                holds = child is parent.body
+            if isinstance(parent, (ast.If, ast.IfExp)) and child is not parent.test:
+                holds = child in parent.body if isinstance(parent, ast.If) else child is parent.body
             else:
                 continue
             if _is_none_test(parent.test):

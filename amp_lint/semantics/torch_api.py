@@ -642,8 +642,6 @@ def module_method(interp: "Interpreter", frame: "Frame", module: Module, name: s
             chosen = target.origin is not None and target.origin.kind == "dtype_choice"
             result = module.cast_to(target.dtypes & FLOATS, target.origin if target.dtypes & HALF and target.origin
                                     and target.origin.condition and not chosen else _origin(frame, node, "module_cast"))
-            if target.origin is not None and target.origin.condition and result.origin is not None and not chosen:
-                result = replace(result, origin=replace(result.origin, condition=target.origin.condition))
             if target.unknown:
                 result = result.with_unknown()
             cast_in_place(interp, frame, module, result, _receiver(node))
@@ -680,6 +678,11 @@ def module_method(interp: "Interpreter", frame: "Frame", module: Module, name: s
     return UNKNOWN
 
 
+#: the ``torch.nn`` layer classes a converter run by ``model.apply`` is tried on
+PROBED_LAYERS = tuple(name for name, kind in optable.MODULE_KINDS.items()
+                      if kind in ("params", "embedding") and not name.startswith("Lazy"))
+
+
 def _apply_to_layers(interp: "Interpreter", frame: "Frame", module: Module, fn: Value, node: Optional[ast.AST]) -> Value:
     """``model.apply(fn)`` runs ``fn`` on every layer. Where ``fn`` casts every layer it is given to
     half (``layer.half()``, ``layer.weight.data = layer.weight.data.half()`` on every path), the
@@ -705,11 +708,6 @@ def _apply_to_layers(interp: "Interpreter", frame: "Frame", module: Module, fn: 
     result = module.cast_to(half, module_cast_origin(frame, node), kinds)
     cast_in_place(interp, frame, module, result, _receiver(node))
     return result
-
-
-#: the ``torch.nn`` layer classes a converter run by ``model.apply`` is tried on
-PROBED_LAYERS = tuple(name for name, kind in optable.MODULE_KINDS.items()
-                      if kind in ("params", "embedding") and not name.startswith("Lazy"))
 
 
 def _casts_to_half(interp: "Interpreter", frame: "Frame", fn: Value, layer: Module,
