@@ -68,8 +68,10 @@ def run_tour(blocks: List[Block]) -> List[List[Tuple[str, List[str]]]]:
         shim = bin_dir / "amp-lint"
         shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m amp_lint "$@"\n')
         shim.chmod(0o755)
+        # CUDA_VISIBLE_DEVICES: the README shows the CPU path (``verify``'s header says which device ran),
+        # so a machine with a GPU reproduces it too
         env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
-                   PYTHONPATH=str(ROOT), TERM="dumb")
+                   PYTHONPATH=str(ROOT), TERM="dumb", CUDA_VISIBLE_DEVICES="")
         for name in ("AMP_LINT_OUTPUT_FORMAT", "AMP_LINT_OUTPUT_FILE"):
             env.pop(name, None)
         results = []

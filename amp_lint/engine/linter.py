@@ -197,9 +197,10 @@ def _edits(fix: CstFix, fctx: FixContext) -> Tuple[Edit, ...]:
 
 
 def _fix_context(text: str) -> Optional[FixContext]:
-    """The CST of ``text`` for building fixes. LibCST cannot parse a file whose lines end in both
-    ``\\r\\n`` and ``\\n``; such a file is fixed with every line ending in its most common ending
-    (what black does), so its fixed text has one line ending."""
+    """The CST of ``text`` for building fixes. Older LibCST (1.0) cannot parse a file whose lines
+    end in both ``\\r\\n`` and ``\\n``; there such a file is fixed with every line ending in its
+    most common ending (what black does), so its fixed text has one line ending. Newer LibCST parses
+    it, and every line keeps its ending."""
     try:
         return FixContext(text)
     except (cst.ParserSyntaxError, RecursionError, ValueError):
