@@ -2274,3 +2274,22 @@ def test_what_no_grad_computes_carries_no_half_graph_to_a_later_backward(tmp_pat
     """
     assert "AMP102" not in " ".join(_codes(tmp_path, code))
     assert "AMP102" in " ".join(_codes(tmp_path, code.replace("with torch.inference_mode():", "if True:")))
+
+
+def test_an_int_switch_of_argparse_is_chosen_at_run_time(tmp_path: Path) -> None:
+    """``--amp`` with ``type=int, default=0`` (a 0/1 switch): its default is not its value, so
+    ``autocast(enabled=bool(args.amp))`` is a region that may be on, not one that is off."""
+    code = """
+    import argparse
+    import torch
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--amp", type=int, default=0)
+    parser.add_argument("--hidden", type=int, default=768)
+    args = parser.parse_args()
+    model = torch.nn.Linear(args.hidden, args.hidden)
+    with torch.autocast("cuda", dtype=torch.float16, enabled=bool(args.amp)):
+        out = model(torch.randn(4, args.hidden))  # <-
+    """
+    values = values_at(tmp_path, {"m.py": code}, "m.py", "# <-")
+    assert any(ctx.get("out", "").startswith("tensor float16") for ctx in values), values
+    assert one(tmp_path, code, "# <-", "args.hidden") == ["scalar 768"] * len(values)

@@ -40,6 +40,7 @@ POSITIVE = {
     "gan_two_losses": ("gan_two_losses.py", "gan_two_losses.py", ()),
     "conditional_optimizer": ("conditional_optimizer.py", "conditional_optimizer.py", ()),
     "cpu_model": ("cpu_model.py", "cpu_model.py", ()),
+    "fp16_flag": ("fp16_flag.py", "fp16_flag.py", ()),
 }
 NEGATIVE = ["inference_only.py", "bf16_autocast.py", "already_amp.py", "fairseq_style_fp16_optimizer.py",
             "accelerate_owned.py"]
@@ -153,3 +154,28 @@ def test_migration_edits_stay_inside_their_function(migrated, name):
     fixed = migrated.paths[name].read_text(encoding="utf-8")
     assert fixed != original
     assert _sweep().crossing_edits(original, fixed) == []
+
+
+@pytest.mark.runtime
+def test_a_flag_that_cast_the_model_still_chooses_after_the_migration(migrated):
+    """``if args.fp16: model.half()`` (an int flag): the rewrite's autocast and GradScaler take
+    ``enabled=bool(args.fp16)``.
+    Without the flag it trains exactly as the original did (fp32, same losses to the last digit); with
+    it, the forward runs in float16 under autocast: losses differ from fp32, but stay close to it.
+    On the GPU where torch sees one (CUDA autocast and scaler), else on the CPU in real float16."""
+    import torch
+
+    rewrite = migrated.paths["fp16_flag"]
+    assert "enabled=bool(args.fp16)" in rewrite.read_text(encoding="utf-8")
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+
+    def losses(script: Path, *flags: str) -> list:
+        run = subprocess.run([sys.executable, str(script), "--steps", "6", "--device", device, *flags],
+                             capture_output=True, text=True, cwd=ROOT, timeout=120)
+        assert run.returncode == 0, run.stderr
+        return [float(line.split("loss=")[1]) for line in run.stdout.splitlines() if "loss=" in line]
+
+    fp32 = losses(FIXTURES / "fp16_flag.py")
+    assert len(fp32) == 6 and losses(rewrite) == fp32
+    amp = losses(rewrite, "--fp16", "1")
+    assert amp != fp32 and all(abs(a - b) <= 0.01 * abs(b) for a, b in zip(amp, fp32)), (amp, fp32)

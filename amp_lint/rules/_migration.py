@@ -48,6 +48,8 @@ class Plan:
     scaler_device: str = '"cuda"'
     casts: List[ast.Call] = field(default_factory=list)
     sharded: bool = False
+    enabled: Optional[str] = None  # ``args.fp16``: autocast and scaler on only where the removed cast was
+
 
     def describe(self) -> str:
         parts = []
@@ -59,7 +61,24 @@ class Plan:
             parts.append(f"routes backward and step through a `{'ShardedGradScaler' if self.sharded else 'GradScaler'}`")
         if self.casts:
             parts.append("removes the half cast")
+        if self.enabled:
+            parts.append(f"both enabled only when `{self.enabled}`, as the cast was")
         return "; ".join(parts)
+
+    def enabled_code(self) -> str:
+        """``enabled=``'s value: the test itself where it is a bool (a comparison, ``not``), else
+        ``bool(test)``, since autocast raises on ``enabled=1`` (an ``int`` flag such as ``--fp16 1``)."""
+        assert self.enabled is not None
+        return self.enabled if _is_boolean(ast.parse(self.enabled, mode="eval").body) else f"bool({self.enabled})"
+
+
+def _is_boolean(test: ast.AST) -> bool:
+    """Whether ``test`` always gives a ``bool``: a comparison, ``not``, ``True``/``False``, or
+    ``and``/``or`` of those."""
+    if isinstance(test, ast.BoolOp):
+        return all(_is_boolean(value) for value in test.values)
+    return isinstance(test, ast.Compare) or (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)) \
+        or (isinstance(test, ast.Constant) and isinstance(test.value, bool))
 
 
 def _names_read(node: ast.AST) -> Set[str]:
@@ -122,7 +141,8 @@ class Migration:
     """Plans a training step's migration on the ``ast`` and builds it against LibCST."""
 
     def __init__(self, ctx: CheckContext, model: TrainingModel, step: TrainingStep, *, dtype: str = "float16",
-                 scaler: bool = True, remove_casts: bool = False, apex: bool = False) -> None:
+                 scaler: bool = True, remove_casts: bool = False, apex: bool = False,
+                 enabled: Optional[Tuple[str, ast.AST]] = None) -> None:
         self.ctx = ctx
         self.model = model
         self.step = step
@@ -130,6 +150,7 @@ class Migration:
         self.use_scaler = scaler and dtype == "float16"
         self.remove_casts = remove_casts
         self.apex = apex
+        self.enabled = enabled  # (condition, the cast that holds only under it)
         self.tree = ctx.tree
         self.trained = set(model.trained_models())
 
@@ -175,7 +196,90 @@ class Migration:
                               "they must agree; name one device variable in both places")
         if self.remove_casts:
             plan.casts = self._casts()
+            reason = self._plan_enabled(plan)
+            if reason:
+                return None, reason
         return plan, ""
+
+    def _plan_enabled(self, plan: Plan) -> str:
+        """Autocast and scaler take ``enabled=<test>`` when the removed casts held only under one test
+        (``if args.fp16: model.half()``, or a dtype the rule read as ``float16 if args.fp16 else
+        None``), so the flag still chooses: off, the script trains in fp32 as before. The test must be
+        code that reads the same value at the casts, the autocast and the scaler: one scope, no
+        calls, its names not rebound from the first cast on."""
+        given: Dict[int, str] = {}
+        if self.enabled is not None:  # the rule's evidence condition: used only as the file writes it
+            source = self.ctx.module.source or ""
+            given[id(self.enabled[1])] = self.enabled[0] if self.enabled[0] in source else "..."
+        casts = list(plan.casts) + [c for c in ([self.enabled[1]] if self.enabled else []) if c not in plan.casts]
+        guards = {cast: self._guard_of(cast) or given.get(id(cast)) for cast in casts}
+        texts = {text for text in guards.values() if text is not None}
+        if not texts:
+            return ""
+        condition = sorted(texts)[0]
+        why = (f"the half cast holds only when `{condition}`; add `enabled={condition}` to the autocast and the "
+               "GradScaler by hand")
+        try:
+            tests = {ast.dump(ast.parse(text, mode="eval").body) for text in texts if text != "..."}
+            test = ast.parse(condition, mode="eval").body if condition != "..." else None
+        except SyntaxError:
+            return why
+        if "..." in texts:
+            return ("a half cast is made on a path that one `enabled=` test cannot express (an `else` branch, "
+                    "nested tests, a conditional expression); migrate by hand")
+        if len(tests) > 1 or None in guards.values():
+            return "the half casts are made under different tests; migrate by hand with `enabled=` on autocast and scaler"
+        if any(isinstance(n, (ast.Call, ast.NamedExpr, ast.Await, ast.Yield)) for n in ast.walk(test)):
+            return why
+        function = self.step.function
+        anchors = casts + [first for first, _ in plan.wrap]
+        if plan.scaler:
+            if plan.thread is not None or plan.scaler_in_init or plan.scaler_place is None:
+                return why
+            anchors.append(plan.scaler_place[1])
+        if any(self._function_of(anchor) is not function for anchor in anchors):
+            return why
+        names, line = _names_read(test), min(getattr(cast, "lineno", 0) for cast in casts)
+        for node in walk_scope(function or self.tree):
+            if isinstance(node, ast.stmt) and not isinstance(node, (ast.If, ast.For, ast.While, ast.With, ast.Try)) \
+                    and node.lineno >= line and _names_stored(node) & names:
+                return why
+        plan.enabled = condition
+        return ""
+
+    def _guard_of(self, cast: ast.AST) -> Optional[str]:
+        """The test of the one ``if`` whose body holds ``cast`` in its function (None: unconditional;
+        ``"..."``: on some other kind of path, an ``else``, nested tests, a conditional expression)."""
+        parents: Dict[int, ast.AST] = getattr(self, "_parents", {})
+        if not parents:
+            for node in ast.walk(self.tree):
+                for child in ast.iter_child_nodes(node):
+                    parents[id(child)] = node
+            self._parents = parents
+        guard: Optional[str] = None
+        child, node = cast, parents.get(id(cast))
+        while node is not None and not isinstance(node, (*FUNCTIONS, ast.Lambda, ast.ClassDef)):
+            if isinstance(node, ast.If) or isinstance(node, (ast.IfExp, ast.BoolOp)) or type(node).__name__ == "Match":
+                if guard is not None or not isinstance(node, ast.If) or child not in node.body:
+                    return "..."
+                guard = self.ctx.segment(node.test, 10 ** 6)
+                try:  # the text joins lines and spaces: inside a string literal that would change the test
+                    if ast.dump(ast.parse(guard, mode="eval").body) != ast.dump(node.test):
+                        return "..."
+                except SyntaxError:
+                    return "..."
+            child, node = node, parents.get(id(node))
+        return guard
+
+    def _function_of(self, node: ast.AST) -> Optional[ast.AST]:
+        """The innermost function whose body holds ``node`` (None: module level)."""
+        found: Optional[ast.AST] = None
+        for candidate in ast.walk(self.tree):
+            if isinstance(candidate, FUNCTIONS) and candidate is not node \
+                    and any(sub is node for sub in ast.walk(candidate)):
+                if found is None or any(sub is candidate for sub in ast.walk(found)):
+                    found = candidate
+        return found
 
     def _banned(self) -> str:
         """CUDA autocast raises on BCELoss; migrating would crash the script on a GPU."""
@@ -694,8 +798,9 @@ class _Builder:
         _, block_end, end = self.locate(last)
         if block_end is not block:
             raise ValueError("the range crosses blocks")
+        enabled = f", enabled={self.plan.enabled_code()}" if self.plan.enabled else ""
         header = (f"with {self.ref('torch.autocast')}(device_type={self.plan.device}, "
-                  f"dtype={self.ref('torch.' + self.plan.dtype)}):\n    pass\n")
+                  f"dtype={self.ref('torch.' + self.plan.dtype)}{enabled}):\n    pass\n")
         template = cst.parse_statement(header)
         assert isinstance(template, cst.With)
 
@@ -713,6 +818,8 @@ class _Builder:
         cls = "torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler" if plan.sharded else "torch.amp.GradScaler"
         device = plan.scaler_device
         args = "" if plan.sharded else device
+        if plan.enabled:
+            args += f"{', ' if args else ''}enabled={plan.enabled_code()}"
         new = parse_statement(f"{plan.scaler_name} = {self.ref(cls)}({args})")
         _, block, index = self.locate(anchor)
         if where == "after":
@@ -816,10 +923,26 @@ class _Builder:
             if whole:
                 block = self.fctx.parent(line)
                 if isinstance(block, (cst.IndentedBlock, cst.Module)):
-                    index = [i for i, s in enumerate(block.body) if s is line][0]
-                    self.edits.replace(block, index, lambda s: [])
-                    return
+                    owner = self.fctx.parent(block)
+                    if isinstance(block, cst.IndentedBlock) and len(block.body) == 1 and isinstance(owner, cst.If) \
+                            and self._bare_flag_test(owner):
+                        line, block = owner, self.fctx.parent(owner)  # ``if args.fp16: model.half()``: all of it
+                    if isinstance(block, (cst.IndentedBlock, cst.Module)):
+                        index = [i for i, s in enumerate(block.body) if s is line][0]
+                        self.edits.replace(block, index, lambda s: [])
+                        return
         self.fix.replace(node, _uncast)
+
+    def _bare_flag_test(self, stmt: cst.If) -> bool:
+        """An ``if`` with no ``else``, no comment, and a test without calls: it only guarded the cast,
+        and goes with it (the autocast and scaler take the test as ``enabled=``)."""
+        if stmt.orelse is not None or "#" in self.fctx.code(stmt) or self.plan.enabled is None:
+            return False
+        try:
+            test = ast.parse(self.fctx.code(stmt.test).strip(), mode="eval").body
+            return ast.dump(test) == ast.dump(ast.parse(self.plan.enabled, mode="eval").body)
+        except SyntaxError:
+            return False
 
     def _remove_apex(self) -> None:
         assert self.fix is not None

@@ -47,7 +47,10 @@ class HalfModelTraining(Rule):
     The fix is unsafe (it changes numerics and memory use): it removes the casts of the model
     and of the loop's inputs, wraps forward + loss in `torch.autocast(..., dtype=<the cast's
     dtype>)` and, for float16, adds a `torch.amp.GradScaler` routed through backward/step/update
-    exactly as AMP001 does. The cast removal and the scaler come in one fix: a GradScaler over
+    exactly as AMP001 does. A cast made only under a flag (`if args.fp16: model.half()`,
+    `torch_dtype=torch.float16 if args.fp16 else None`) gives both `enabled=bool(args.fp16)`, so the
+    flag still chooses: without it the script trains in fp32 as before. Where that flag cannot be read
+    at the loop (another function, or rebound after the cast), there is no fix. The cast removal and the scaler come in one fix: a GradScaler over
     still-fp16 parameters raises "Attempting to unscale FP16 gradients". Checkpoints saved by the
     fixed script hold fp32 weights.
 
@@ -198,6 +201,43 @@ class HalfModelTraining(Rule):
                 optimizer.zero_grad()
             """,
         ),
+        Invalid(
+            """
+            import argparse
+            import torch
+            from transformers import AutoModelForCausalLM
+
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--fp16", action="store_true")
+            args = parser.parse_args()
+            model = AutoModelForCausalLM.from_pretrained("gpt2", torch_dtype=torch.float16 if args.fp16 else None)
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+            for batch in loader:
+                loss = model(**batch).loss
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            """,
+            expected="""
+            import argparse
+            import torch
+            from transformers import AutoModelForCausalLM
+
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--fp16", action="store_true")
+            args = parser.parse_args()
+            model = AutoModelForCausalLM.from_pretrained("gpt2")
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+            scaler = torch.amp.GradScaler("cuda", enabled=bool(args.fp16))
+            for batch in loader:
+                with torch.autocast(device_type="cuda", dtype=torch.float16, enabled=bool(args.fp16)):
+                    loss = model(**batch).loss
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+                optimizer.zero_grad()
+            """,
+        ),
     ]
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -230,7 +270,8 @@ class HalfModelTraining(Rule):
             if len(steps) == 1:
                 fix, reason = migration_plan(
                     self.ctx, steps[0], f"Keep the model in fp32 and use autocast({dtype})"
-                    + (" + GradScaler" if dtype == "float16" else ""), dtype=dtype, remove_casts=True)
+                    + (" + GradScaler" if dtype == "float16" else ""), dtype=dtype, remove_casts=True,
+                    enabled=(origin.condition, node) if origin.condition else None)
             text = self.ctx.segment(node.func.value if isinstance(node.func, ast.Attribute) else node, 40)
             message = (f"`{text}` is cast to {dtype} and trained without fp32 master weights; keep it in fp32 and "
                        f"use `torch.autocast`{scaler}")

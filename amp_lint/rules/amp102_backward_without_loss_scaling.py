@@ -1,9 +1,12 @@
 """AMP102 backward-without-loss-scaling."""
 from __future__ import annotations
 
+import ast
+
 from amp_lint.findings import Applicability, Severity
 from amp_lint.rules._training import migration_plan, training_model
 from amp_lint.rules.base import Invalid, Rule, Valid
+from amp_lint.semantics.torch_api import node_key
 from amp_lint.semantics.values import F16
 
 
@@ -37,7 +40,11 @@ class BackwardWithoutLossScaling(Rule):
     `scaler.step(optimizer)` + `scaler.update()`, and adds `scaler.unscale_(optimizer)` before
     gradient clipping. For a model cast with `.half()` the same fix also removes the cast and
     adds autocast (as AMP101's fix does): a GradScaler over fp16 parameters raises "Attempting
-    to unscale FP16 gradients". Skipped steps change the step count seen by LR schedulers.
+    to unscale FP16 gradients". A cast made only under one test (`if args.fp16: model.half()`)
+    gives autocast and scaler `enabled=<that test>` (in `bool()` unless it is a comparison or a
+    `not`: autocast raises on `enabled=1`), so the flag still chooses; casts on paths one
+    test cannot express (an `else`, nested tests) get no fix. Skipped steps change the step count
+    seen by LR schedulers.
 
     ## References
     - https://pytorch.org/docs/stable/amp.html#gradient-scaling
@@ -140,6 +147,73 @@ class BackwardWithoutLossScaling(Rule):
                 scaler.update()
             """,
         ),
+        Invalid(
+            """
+            import sys
+            import torch
+
+            fp16 = "--fp16" in sys.argv
+            model = Net().cuda()
+            if fp16:
+                model.half()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                if fp16:
+                    x = x.half()
+                loss = model(x.cuda()).float().sub(y.cuda()).pow(2).mean()
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            """,
+            expected="""
+            import sys
+            import torch
+
+            fp16 = "--fp16" in sys.argv
+            model = Net().cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            scaler = torch.amp.GradScaler("cuda", enabled=bool(fp16))
+            for x, y in loader:
+                with torch.autocast(device_type="cuda", dtype=torch.float16, enabled=bool(fp16)):
+                    loss = model(x.cuda()).float().sub(y.cuda()).pow(2).mean()
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+                optimizer.zero_grad()
+            """,
+        ),
+        Invalid(
+            """
+            import sys
+            import torch
+
+            model = Net().cuda()
+            if "--fp16" in sys.argv:
+                if "--pure" in sys.argv:
+                    model.half()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                loss = loss_fn(model(x.cuda()), y.cuda())
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            """,
+            expected="""
+            import sys
+            import torch
+
+            model = Net().cuda()
+            if "--fp16" in sys.argv:
+                if "--pure" in sys.argv:
+                    model.half()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                loss = loss_fn(model(x.cuda()), y.cuda())
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            """,
+        ),
     ]
 
     def finish(self) -> None:
@@ -156,14 +230,26 @@ class BackwardWithoutLossScaling(Rule):
             if not (autocast or pure):
                 continue
             context = "AUTOCAST_FP16" if autocast else "PURE_FP16"
-            fix, reason = migration_plan(self.ctx, step, "Route backward/step through a torch.amp.GradScaler",
-                                         remove_casts=bool(pure))
-            # under autocast the loss itself is often float32 (cross_entropy): its gradients are not
-            what = "through float16 autocast ops" if autocast else "on a float16 loss"
+            origin = next((t.origin for t in tensors if t.origin is not None and t.origin.condition), None)
+            condition = origin.condition if origin is not None else None
+            enabled = None
+            if pure and condition:
+                # the casts go, so the flag that chose them must choose the autocast and the scaler instead
+                cast = next((n for n in ast.walk(self.ctx.tree) if isinstance(n, ast.Call)
+                             and node_key(self.ctx.module.relpath, n) == origin.key), None)
+                enabled = (condition, cast)
+            if enabled is not None and enabled[1] is None:
+                fix, reason = None, (f"the float16 cast is in another file and holds only when `{condition}`; "
+                                     f"migrate with `enabled={condition}` by hand")
+            else:
+                fix, reason = migration_plan(self.ctx, step, "Route backward/step through a torch.amp.GradScaler",
+                                             remove_casts=bool(pure), enabled=enabled)
+            # under autocast the loss itself is often float32 (cross_entropy): its gradients are not; a
+            # loss cast back with ``.float()`` still sends float16 gradients through the half model
+            what = "through float16 autocast ops" if autocast else (
+                "on a float16 loss" if any(t.dtypes & F16 for t in tensors) else "through float16 parameters")
             message = (f"`.backward()` {what} ({context}) without loss scaling: small gradients flush to "
                        "zero; use `torch.amp.GradScaler`")
-            condition = next((t.origin.condition for t in tensors if t.origin is not None and t.origin.condition),
-                             None)
             if condition:
                 message += f" (when `{condition}`)"
             if fix is None:

@@ -1686,6 +1686,8 @@ def _add_argument(interp: "Interpreter", frame: "Frame", parser: Obj, positional
     default = kwargs.get("default")
     if isinstance(action, Scalar) and action.value in ("store_true", "store_false"):
         value: Value = Scalar("bool")
+    elif isinstance(default, Scalar) and default.kind == "int" and default.value in (0, 1):
+        value = Scalar("int")  # ``--fp16 0``/``--amp 1``: a switch as often as a count, chosen at run time
     elif isinstance(default, Scalar) and default.kind in ("int", "float") and default.value is not None:
         value = default  # a numeric default counts as the value (sizes, eps)
     elif isinstance(default, Scalar) and default.kind == "str":
