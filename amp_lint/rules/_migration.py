@@ -26,7 +26,7 @@ from amp_lint.semantics.program import is_main_guard, walk_scope
 from amp_lint.semantics.torch_api import node_key
 from amp_lint.semantics.training import FUNCTIONS, LOOPS, TrainingModel, TrainingStep
 from amp_lint.semantics.values import (
-    HALF, Ext, FuncVal, Module, Obj, Scalar, options,
+    HALF, DType, Ext, FuncVal, Module, Obj, Scalar, options,
 )
 
 Block = Union[cst.IndentedBlock, cst.Module]
@@ -70,6 +70,11 @@ class Plan:
         ``bool(test)``, since autocast raises on ``enabled=1`` (an ``int`` flag such as ``--fp16 1``)."""
         assert self.enabled is not None
         return self.enabled if _is_boolean(ast.parse(self.enabled, mode="eval").body) else f"bool({self.enabled})"
+
+
+def _is_half_literal(node: ast.AST) -> bool:
+    """``torch.float16``, ``torch.half``, ``torch.bfloat16`` (as an attribute of any name)."""
+    return isinstance(node, ast.Attribute) and node.attr in trainingdata.HALF_DTYPES
 
 
 def _is_boolean(test: ast.AST) -> bool:
@@ -196,10 +201,37 @@ class Migration:
                               "they must agree; name one device variable in both places")
         if self.remove_casts:
             plan.casts = self._casts()
-            reason = self._plan_enabled(plan)
+            reason = self._plan_enabled(plan) or self._removable(plan)
             if reason:
                 return None, reason
         return plan, ""
+
+    def _removable(self, plan: Plan) -> str:
+        """Each cast to remove names its dtype as a half dtype literal (``.to(torch.float16)``,
+        ``torch_dtype=torch.bfloat16``), or as the flag's conditional expression, so the edit removes
+        exactly that. A dtype held in a variable (``.to(dtype)``, ``torch_dtype=weight_dtype``) may be
+        float32 on some runs and is not removed by name: the model would stay half under a GradScaler."""
+        for cast in plan.casts:
+            func = cast.func
+            if isinstance(func, ast.Attribute) and func.attr in trainingdata.HALF_METHODS:
+                continue
+            if isinstance(func, ast.Attribute) and func.attr == "to":
+                dtypes = [k.value for k in cast.keywords if k.arg == "dtype"] + [
+                    a for a in cast.args if _is_half_literal(a) or self._holds_dtype(a)]
+            else:
+                dtypes = [k.value for k in cast.keywords if k.arg in ("torch_dtype", "dtype")]
+            for arg in dtypes or [cast]:
+                if not (_is_half_literal(arg) or (isinstance(arg, ast.IfExp) and plan.enabled is not None
+                                                  and self.ctx.segment(arg.test, 10 ** 6) == plan.enabled)):
+                    text = self.ctx.segment(arg, 40)
+                    return (f"the cast takes its dtype from `{text}`, which the fix cannot remove by name; keep the "
+                            "model in float32 by hand (with `enabled=` on autocast and scaler if that dtype is "
+                            "chosen by a flag)")
+        return ""
+
+    def _holds_dtype(self, node: ast.AST) -> bool:
+        """Whether the analysis saw ``node`` hold a ``torch.dtype`` (``.to(device, dtype)``'s second)."""
+        return any(isinstance(o, DType) for obs in self.model.observations(node) for o in options(obs.value(node)))
 
     def _plan_enabled(self, plan: Plan) -> str:
         """Autocast and scaler take ``enabled=<test>`` when the removed casts held only under one test

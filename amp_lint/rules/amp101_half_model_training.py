@@ -50,9 +50,10 @@ class HalfModelTraining(Rule):
     exactly as AMP001 does. A cast made only under a flag (`if args.fp16: model.half()`,
     `torch_dtype=torch.float16 if args.fp16 else None`) gives both `enabled=bool(args.fp16)`, so the
     flag still chooses: without it the script trains in fp32 as before. Where that flag cannot be read
-    at the loop (another function, or rebound after the cast), there is no fix. The cast removal and the scaler come in one fix: a GradScaler over
-    still-fp16 parameters raises "Attempting to unscale FP16 gradients". Checkpoints saved by the
-    fixed script hold fp32 weights.
+    at the loop (another function, or rebound after the cast), or the cast takes its dtype from a
+    variable (`.to(dtype)`, which may be float32 on some runs), there is no fix. The cast removal
+    and the scaler come in one fix: a GradScaler over still-fp16 parameters raises "Attempting to
+    unscale FP16 gradients". Checkpoints saved by the fixed script hold fp32 weights.
 
     ## References
     - https://pytorch.org/docs/stable/notes/amp_examples.html
@@ -235,6 +236,40 @@ class HalfModelTraining(Rule):
                 scaler.scale(loss).backward()
                 scaler.step(optimizer)
                 scaler.update()
+                optimizer.zero_grad()
+            """,
+        ),
+        Invalid(
+            """
+            import argparse
+            import torch
+
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--fp16", action="store_true")
+            args = parser.parse_args()
+            dtype = torch.float16 if args.fp16 else torch.float32
+            model = torch.nn.Linear(16, 16).to(dtype)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                loss = torch.nn.functional.mse_loss(model(x), y)
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            """,
+            expected="""
+            import argparse
+            import torch
+
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--fp16", action="store_true")
+            args = parser.parse_args()
+            dtype = torch.float16 if args.fp16 else torch.float32
+            model = torch.nn.Linear(16, 16).to(dtype)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                loss = torch.nn.functional.mse_loss(model(x), y)
+                loss.backward()
+                optimizer.step()
                 optimizer.zero_grad()
             """,
         ),
