@@ -26,7 +26,7 @@ from amp_lint.semantics.program import is_main_guard, walk_scope
 from amp_lint.semantics.torch_api import node_key
 from amp_lint.semantics.training import FUNCTIONS, LOOPS, TrainingModel, TrainingStep
 from amp_lint.semantics.values import (
-    HALF, DType, Ext, FuncVal, Module, Obj, Scalar, options,
+    HALF, DType, Ext, FuncVal, Module, Obj, Scalar, Value, options,
 )
 
 Block = Union[cst.IndentedBlock, cst.Module]
@@ -49,6 +49,8 @@ class Plan:
     casts: List[ast.Call] = field(default_factory=list)
     sharded: bool = False
     enabled: Optional[str] = None  # ``args.fp16``: autocast and scaler on only where the removed cast was
+    #: per cast (by ``id``) that keeps its call: the indices of the arguments (in source order) that name its dtype
+    drop: Dict[int, Set[int]] = field(default_factory=dict)
 
 
     def describe(self) -> str:
@@ -207,31 +209,48 @@ class Migration:
         return plan, ""
 
     def _removable(self, plan: Plan) -> str:
-        """Each cast to remove names its dtype as a half dtype literal (``.to(torch.float16)``,
-        ``torch_dtype=torch.bfloat16``), or as the flag's conditional expression, so the edit removes
-        exactly that. A dtype held in a variable (``.to(dtype)``, ``torch_dtype=weight_dtype``) may be
-        float32 on some runs and is not removed by name: the model would stay half under a GradScaler."""
+        """Each cast to remove names its dtype so that the edit can drop exactly that argument: a
+        half dtype literal (``.to(torch.float16)``, ``torch_dtype=torch.bfloat16``), the flag's
+        conditional expression, or a variable the analysis saw hold only half dtypes. A dtype
+        variable that may be float32 on some runs (``.to(dtype)``, ``torch_dtype=weight_dtype``) is
+        not removed: dropping it would train in fp32 under AMP whatever chose it, and keeping it
+        would leave half parameters under a GradScaler."""
         for cast in plan.casts:
             func = cast.func
             if isinstance(func, ast.Attribute) and func.attr in trainingdata.HALF_METHODS:
                 continue
-            if isinstance(func, ast.Attribute) and func.attr == "to":
-                dtypes = [k.value for k in cast.keywords if k.arg == "dtype"] + [
-                    a for a in cast.args if _is_half_literal(a) or self._holds_dtype(a)]
-            else:
-                dtypes = [k.value for k in cast.keywords if k.arg in ("torch_dtype", "dtype")]
-            for arg in dtypes or [cast]:
-                if not (_is_half_literal(arg) or (isinstance(arg, ast.IfExp) and plan.enabled is not None
-                                                  and self.ctx.segment(arg.test, 10 ** 6) == plan.enabled)):
-                    text = self.ctx.segment(arg, 40)
-                    return (f"the cast takes its dtype from `{text}`, which the fix cannot remove by name; keep the "
-                            "model in float32 by hand (with `enabled=` on autocast and scaler if that dtype is "
-                            "chosen by a flag)")
+            arguments = sorted(list(cast.args) + list(cast.keywords), key=lambda a: (a.lineno, a.col_offset))
+            drop: Set[int] = set()
+            for index, argument in enumerate(arguments):
+                value = argument.value if isinstance(argument, ast.keyword) else argument
+                if isinstance(argument, ast.keyword):
+                    names_dtype = argument.arg in (("dtype",) if isinstance(func, ast.Attribute) and func.attr == "to"
+                                                   else ("torch_dtype", "dtype"))
+                else:
+                    names_dtype = isinstance(func, ast.Attribute) and func.attr == "to" and (
+                        _is_half_literal(value) or self._holds_dtype(value) is not None)
+                if not names_dtype:
+                    continue
+                if not (_is_half_literal(value) or self._holds_dtype(value) == "half" or (
+                        isinstance(value, ast.IfExp) and plan.enabled is not None
+                        and self.ctx.segment(value.test, 10 ** 6) == plan.enabled)):
+                    return (f"the cast takes its dtype from `{self.ctx.segment(value, 40)}`, which may be float32 on "
+                            "some runs; keep the model in float32 by hand (with `enabled=` on autocast and scaler "
+                            "if a flag chooses that dtype)")
+                drop.add(index)
+            if not drop:
+                return f"cannot tell which argument of `{self.ctx.segment(cast, 40)}` is its half dtype"
+            plan.drop[id(cast)] = drop
         return ""
 
-    def _holds_dtype(self, node: ast.AST) -> bool:
-        """Whether the analysis saw ``node`` hold a ``torch.dtype`` (``.to(device, dtype)``'s second)."""
-        return any(isinstance(o, DType) for obs in self.model.observations(node) for o in options(obs.value(node)))
+    def _holds_dtype(self, node: ast.AST) -> Optional[str]:
+        """What the analysis saw ``node`` hold: ``"half"`` (only half ``torch.dtype``s, every time it ran),
+        ``"dtype"`` (a dtype that may be another), None (no dtype: a device, a tensor)."""
+        seen: List[Value] = [o for obs in self.model.observations(node) for o in options(obs.value(node))]
+        if not any(isinstance(o, DType) for o in seen):
+            return None
+        half = all(isinstance(o, DType) and not o.unknown and o.dtypes and not o.dtypes & ~HALF for o in seen)
+        return "half" if half else "dtype"
 
     def _plan_enabled(self, plan: Plan) -> str:
         """Autocast and scaler take ``enabled=<test>`` when the removed casts held only under one test
@@ -963,7 +982,8 @@ class _Builder:
                         index = [i for i, s in enumerate(block.body) if s is line][0]
                         self.edits.replace(block, index, lambda s: [])
                         return
-        self.fix.replace(node, _uncast)
+        drop = self.plan.drop.get(id(cast), set())
+        self.fix.replace(node, lambda updated: _uncast(updated, drop))
 
     def _bare_flag_test(self, stmt: cst.If) -> bool:
         """An ``if`` with no ``else``, no comment, and a test without calls: it only guarded the cast,
@@ -1024,24 +1044,16 @@ def _apex_name(model: TrainingModel, node: ast.Call) -> Optional[str]:
     return None
 
 
-def _uncast(updated: cst.CSTNode) -> cst.CSTNode:
-    assert isinstance(updated, cst.Call) and isinstance(updated.func, cst.Attribute)
-    name = updated.func.attr.value
+def _uncast(updated: cst.CSTNode, drop: Set[int]) -> cst.CSTNode:
+    """The cast without its cast: ``x.half()`` -> ``x``; otherwise the call without the arguments at
+    the ``drop`` indices (its dtype), and ``x.to(dtype)`` with nothing left -> ``x``."""
+    assert isinstance(updated, cst.Call)
+    name = updated.func.attr.value if isinstance(updated.func, cst.Attribute) else ""
     if name in trainingdata.HALF_METHODS:
-        return updated.func.value
-    if name == "to":
-        keep = [a for a in updated.args if not (a.keyword is None and _is_dtype(a.value)) and not
-                (a.keyword is not None and a.keyword.value == "dtype")]
-        if not keep:
-            return updated.func.value
-        keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-        return updated.with_changes(args=keep)
-    keep = [a for a in updated.args if not (a.keyword is not None and a.keyword.value in ("torch_dtype", "dtype"))]
+        return updated.func.value  # type: ignore[attr-defined]
+    keep = [a for i, a in enumerate(updated.args) if i not in drop]
+    if not keep and name == "to":
+        return updated.func.value  # type: ignore[attr-defined]
     if keep:
         keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
     return updated.with_changes(args=keep)
-
-
-def _is_dtype(expr: cst.BaseExpression) -> bool:
-    text = cst.Module([]).code_for_node(expr)
-    return text.rsplit(".", 1)[-1] in trainingdata.HALF_DTYPES

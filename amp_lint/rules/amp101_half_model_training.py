@@ -273,6 +273,35 @@ class HalfModelTraining(Rule):
                 optimizer.zero_grad()
             """,
         ),
+        Invalid(
+            """
+            import torch
+
+            device, dtype = torch.device("cuda"), torch.float16
+            model = Net().to(device, dtype)
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, eps=1e-4)
+            for x, y in loader:
+                loss = loss_fn(model(x.to(device)), y.to(device))
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            """,
+            expected="""
+            import torch
+
+            device, dtype = torch.device("cuda"), torch.float16
+            model = Net().to(device)
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, eps=1e-4)
+            scaler = torch.amp.GradScaler(device.type)
+            for x, y in loader:
+                with torch.autocast(device_type=device.type, dtype=torch.float16):
+                    loss = loss_fn(model(x.to(device)), y.to(device))
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+                optimizer.zero_grad()
+            """,
+        ),
     ]
 
     def visit_Call(self, node: ast.Call) -> None:
