@@ -2293,3 +2293,31 @@ def test_an_int_switch_of_argparse_is_chosen_at_run_time(tmp_path: Path) -> None
     values = values_at(tmp_path, {"m.py": code}, "m.py", "# <-")
     assert any(ctx.get("out", "").startswith("tensor float16") for ctx in values), values
     assert one(tmp_path, code, "# <-", "args.hidden") == ["scalar 768"] * len(values)
+
+
+def test_a_loop_over_the_parameters_that_casts_each_casts_the_module(tmp_path: Path) -> None:
+    """``for p in model.parameters(): p.data = p.data.half()`` (and over ``named_parameters()``) casts
+    the module as ``model.half()`` would; a store under a test in the loop (``if "norm" not in
+    name:``) casts only some parameters and is not read as a cast of the module."""
+    code = """
+    import torch
+    a = torch.nn.Linear(8, 8)
+    for p in a.parameters():
+        p.data = p.data.half()
+    b = torch.nn.Linear(8, 8)
+    for name, p in b.named_parameters():
+        p.data = p.data.to(torch.float16)
+    c = torch.nn.Linear(8, 8)
+    for name, p in c.named_parameters():
+        if "bias" not in name:
+            p.data = p.data.half()
+    d = torch.nn.Linear(8, 8)
+    for p in d.parameters():
+        p.requires_grad = False
+    print(a, b, c, d)  # <-
+    """
+    values = values_at(tmp_path, {"m.py": code}, "m.py", "# <-")
+    assert [ctx["a"] for ctx in values] == ["module torch.nn.Linear with float16 parameters"]
+    assert [ctx["b"] for ctx in values] == ["module torch.nn.Linear with float16 parameters"]
+    assert [ctx["c"] for ctx in values] == ["module torch.nn.Linear with float32 parameters"]
+    assert [ctx["d"] for ctx in values] == ["module torch.nn.Linear with float32 parameters"]

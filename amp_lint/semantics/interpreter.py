@@ -197,6 +197,9 @@ class Interpreter:
         #: a ``model.apply`` converter is being tried on a layer of each ``torch.nn`` class: tests
         #: ``isinstance(layer, nn.Linear)`` of those layers are decided
         self.probing_layers = False
+        #: per frame running ``for p in X.parameters():`` that stores ``p.data``: (``X``, those stores)
+        self.parameter_loops: Dict[int, Tuple[ast.AST, FrozenSet[int]]] = {}
+        self.parameter_casts: Dict[int, Tuple[Value, ast.AST]] = {}  # the last ``p.data = <half>`` of such a loop
 
         #: optimizers built over half parameters: (optimizer site, origin of the half dtype)
         self.half_optimizers: List[Tuple[str, Origin]] = []
@@ -754,7 +757,18 @@ class Interpreter:
     def _s_for(self, node: ast.For, frame: Frame) -> bool:
         iterable = self.ev(node.iter, frame)
         elem = self.iterate(iterable, frame)
-        return self._loop(node, frame, lambda: self.bind(node.target, elem, frame), None)
+        owner = _parameter_loop(node)
+        if owner is None:
+            return self._loop(node, frame, lambda: self.bind(node.target, elem, frame), None)
+        self.parameter_loops[id(frame)] = owner
+        try:
+            alive = self._loop(node, frame, lambda: self.bind(node.target, elem, frame), None)
+        finally:
+            self.parameter_loops.pop(id(frame), None)
+        cast = self.parameter_casts.pop(id(frame), None)
+        if cast is not None:  # the loop ran over every parameter: none is left as it was
+            self._cast_by_parameter_data(owner[0], cast[0], cast[1], frame)
+        return alive
 
     def _s_while(self, node: ast.While, frame: Frame) -> bool:
         return self._loop(node, frame, lambda: None, node.test)
@@ -937,6 +951,10 @@ class Interpreter:
             self.store_attr(receiver, target.attr, value, target, frame)
             if target.attr == "data" and isinstance(target.value, ast.Attribute):
                 self._cast_by_parameter_data(target.value.value, value, target, frame)
+            elif target.attr == "data" and id(target) in self.parameter_loops.get(id(frame), (None, ()))[1]:
+                # ``for p in model.parameters(): p.data = p.data.half()``: every parameter, so the module
+                self._cast_by_parameter_data(self.parameter_loops[id(frame)][0], value, target, frame)
+                self.parameter_casts[id(frame)] = (value, target)
         elif isinstance(target, ast.Subscript):
             container = self.ev(target.value, frame)
             self.ev(target.slice, frame)
@@ -2353,6 +2371,27 @@ def _half_side(a: Value, b: Value) -> int:
     if graph_b and not graph_a and not half_a:
         return 2
     return 0
+
+
+def _parameter_loop(node: ast.For) -> Optional[Tuple[ast.AST, FrozenSet[int]]]:
+    """``for p in X.parameters():`` (or ``for name, p in X.named_parameters():``) whose body stores
+    ``p.data = ...`` as a statement of its own, on every iteration (not under a test, which would
+    cast only some parameters): (``X``, the ids of those ``p.data`` targets)."""
+    call = node.iter
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and not call.args
+            and call.func.attr in ("parameters", "named_parameters")):
+        return None
+    target = node.target
+    if call.func.attr == "named_parameters":
+        if not (isinstance(target, ast.Tuple) and len(target.elts) == 2):
+            return None
+        target = target.elts[1]
+    if not isinstance(target, ast.Name):
+        return None
+    stores = frozenset(id(t) for stmt in node.body if isinstance(stmt, ast.Assign) for t in stmt.targets
+                       if isinstance(t, ast.Attribute) and t.attr == "data" and isinstance(t.value, ast.Name)
+                       and t.value.id == target.id)
+    return (call.func.value, stores) if stores else None
 
 
 def condition_texts(test: ast.AST, module: SourceModule) -> Tuple[str, str]:
