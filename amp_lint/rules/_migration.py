@@ -215,6 +215,21 @@ class Migration:
         variable that may be float32 on some runs (``.to(dtype)``, ``torch_dtype=weight_dtype``) is
         not removed: dropping it would train in fp32 under AMP whatever chose it, and keeping it
         would leave half parameters under a GradScaler."""
+        from amp_lint.semantics.torch_api import param_dtypes, param_origins
+
+        removed = {node_key(self.ctx.module.relpath, cast) for cast in plan.casts}
+        for optimizer in self.step.optimizers():
+            params = optimizer.get("params") or Scalar("other")
+            dtypes, unknown, _ = param_dtypes(params)
+            origins = param_origins(params)
+            if not origins and (unknown or not dtypes or dtypes & HALF):
+                # e.g. inputs cast with .half() for a model the analysis cannot see
+                return ("the dtype of the parameters this optimizer trains is not known here; if they are half, "
+                        "a GradScaler over them raises: keep them in float32, then migrate")
+            for origin in origins:
+                if origin.key not in removed:  # a GradScaler over parameters left half raises
+                    return (f"the parameters are made half by {origin.describe()}, which this fix cannot remove; "
+                            "keep the model in float32 there by hand")
         for cast in plan.casts:
             func = cast.func
             if isinstance(func, ast.Attribute) and func.attr in trainingdata.HALF_METHODS:

@@ -43,7 +43,10 @@ class BackwardWithoutLossScaling(Rule):
     to unscale FP16 gradients". A cast made only under one test (`if args.fp16: model.half()`)
     gives autocast and scaler `enabled=<that test>` (in `bool()` unless it is a comparison or a
     `not`: autocast raises on `enabled=1`), so the flag still chooses; casts on paths one
-    test cannot express (an `else`, nested tests) get no fix. Skipped steps change the step count
+    test cannot express (an `else`, nested tests) get no fix, nor do parameters made half where the
+    fix cannot undo it (`p.data = p.data.half()` in a loop, another file) or of a dtype it cannot
+    see (inputs cast with `.half()` for a model defined elsewhere): a GradScaler over half
+    parameters raises. Skipped steps change the step count
     seen by LR schedulers.
 
     ## References
@@ -209,6 +212,64 @@ class BackwardWithoutLossScaling(Rule):
             optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
             for x, y in loader:
                 loss = loss_fn(model(x.cuda()), y.cuda())
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+
+            def to_half(module):
+                for param in module.parameters():
+                    param.data = param.data.half()
+
+            model = torch.nn.Linear(16, 4).cuda()
+            to_half(model)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                loss = loss_fn(model(x.cuda().half()), y.cuda())
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            """,
+            expected="""
+            import torch
+
+            def to_half(module):
+                for param in module.parameters():
+                    param.data = param.data.half()
+
+            model = torch.nn.Linear(16, 4).cuda()
+            to_half(model)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                loss = loss_fn(model(x.cuda().half()), y.cuda())
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+
+            model = Net().cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                loss = loss_fn(model(x.cuda().half()), y.cuda())
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            """,
+            expected="""
+            import torch
+
+            model = Net().cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                loss = loss_fn(model(x.cuda().half()), y.cuda())
                 loss.backward()
                 optimizer.step()
                 optimizer.zero_grad()
