@@ -23,7 +23,7 @@ from amp_lint.engine.fixes import CstFix
 from amp_lint.engine.fixing import FixContext, FixPlan
 from amp_lint.findings import Applicability
 from amp_lint.semantics.program import is_main_guard, walk_scope
-from amp_lint.semantics.torch_api import node_key
+from amp_lint.semantics.torch_api import node_key, param_dtypes, param_origins
 from amp_lint.semantics.training import FUNCTIONS, LOOPS, TrainingModel, TrainingStep
 from amp_lint.semantics.values import (
     HALF, DType, Ext, FuncVal, Module, Obj, Scalar, Value, options,
@@ -51,7 +51,6 @@ class Plan:
     enabled: Optional[str] = None  # ``args.fp16``: autocast and scaler on only where the removed cast was
     #: per cast (by ``id``) that keeps its call: the indices of the arguments (in source order) that name its dtype
     drop: Dict[int, Set[int]] = field(default_factory=dict)
-
 
     def describe(self) -> str:
         parts = []
@@ -209,14 +208,14 @@ class Migration:
         return plan, ""
 
     def _removable(self, plan: Plan) -> str:
-        """Each cast to remove names its dtype so that the edit can drop exactly that argument: a
-        half dtype literal (``.to(torch.float16)``, ``torch_dtype=torch.bfloat16``), the flag's
-        conditional expression, or a variable the analysis saw hold only half dtypes. A dtype
-        variable that may be float32 on some runs (``.to(dtype)``, ``torch_dtype=weight_dtype``) is
-        not removed: dropping it would train in fp32 under AMP whatever chose it, and keeping it
-        would leave half parameters under a GradScaler."""
-        from amp_lint.semantics.torch_api import param_dtypes, param_origins
-
+        """Why the casts cannot all be undone ("" when they can): a GradScaler over parameters left
+        half raises. Every half origin of the trained parameters must be one of the casts removed,
+        and parameters of a dtype the analysis cannot see are not presumed float32. Each cast names
+        its dtype so that the edit can drop exactly that argument: a half dtype literal
+        (``.to(torch.float16)``, ``torch_dtype=torch.bfloat16``), the flag's conditional expression,
+        or a variable the analysis saw hold only half dtypes. A dtype variable that may be float32
+        on some runs (``.to(dtype)``, ``torch_dtype=weight_dtype``) is not removed: dropping it would
+        train under AMP whatever chose it, and keeping it would leave half parameters."""
         removed = {node_key(self.ctx.module.relpath, cast) for cast in plan.casts}
         for optimizer in self.step.optimizers():
             params = optimizer.get("params") or Scalar("other")
@@ -663,11 +662,7 @@ class Migration:
         """The half casts this migration removes: of the trained module (this file), and of tensors in the loop."""
         origins: Set[Tuple[str, int, int, int, int]] = set()
         for optimizer in self.step.optimizers():
-            from amp_lint.semantics.torch_api import param_dtypes
-
-            _, _, origin = param_dtypes(optimizer.get("params") or Scalar("other"))
-            if origin is not None:
-                origins.add(origin.key)
+            origins.update(origin.key for origin in param_origins(optimizer.get("params") or Scalar("other")))
         out: List[ast.Call] = []
         container = self.step.container or self.tree
         for node in ast.walk(self.tree):
