@@ -275,6 +275,35 @@ class BackwardWithoutLossScaling(Rule):
                 optimizer.zero_grad()
             """,
         ),
+        Invalid(
+            """
+            import torch
+
+            encoder = torch.nn.Linear(16, 16).cuda().half()
+            head = torch.nn.Linear(16, 4).cuda().half()
+            optimizer = torch.optim.SGD([{"params": encoder.parameters()}, {"params": head.parameters(), "lr": 0.01}])
+            for x, y in loader:
+                loss = loss_fn(head(encoder(x.cuda().half())), y.cuda())
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            """,
+            expected="""
+            import torch
+
+            encoder = torch.nn.Linear(16, 16).cuda()
+            head = torch.nn.Linear(16, 4).cuda()
+            optimizer = torch.optim.SGD([{"params": encoder.parameters()}, {"params": head.parameters(), "lr": 0.01}])
+            scaler = torch.amp.GradScaler("cuda")
+            for x, y in loader:
+                with torch.autocast(device_type="cuda", dtype=torch.float16):
+                    loss = loss_fn(head(encoder(x.cuda())), y.cuda())
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+                optimizer.zero_grad()
+            """,
+        ),
     ]
 
     def finish(self) -> None:

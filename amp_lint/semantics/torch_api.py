@@ -1886,7 +1886,10 @@ def _param_leaves(value: Value) -> Iterator[Value]:
     """What an optimizer argument is made of: ``model.parameters()`` objects, tensors and unknowns,
     through lists of them and param-group dicts (their ``"params"``)."""
     for option in options(value):
-        if isinstance(option, (Seq, Coll)):
+        if isinstance(option, Seq):  # item by item: a join would merge two modules' casts into one origin
+            for item in option.items:
+                yield from _param_leaves(item)
+        elif isinstance(option, Coll):
             yield from _param_leaves(element(option))
         elif isinstance(option, DictVal):
             for key, item in option.items:
