@@ -46,8 +46,7 @@ class BackwardWithoutLossScaling(Rule):
     test cannot express (an `else`, nested tests) get no fix, nor do parameters made half where the
     fix cannot undo it (`p.data = p.data.half()` in a loop, another file) or of a dtype it cannot
     see (inputs cast with `.half()` for a model defined elsewhere): a GradScaler over half
-    parameters raises. Skipped steps change the step count
-    seen by LR schedulers.
+    parameters raises. Skipped steps change the step count seen by LR schedulers.
 
     ## References
     - https://pytorch.org/docs/stable/amp.html#gradient-scaling
