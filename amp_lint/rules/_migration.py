@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
@@ -277,23 +277,23 @@ class Migration:
             source = self.ctx.module.source or ""
             given[id(self.enabled[1])] = self.enabled[0] if self.enabled[0] in source else "..."
         casts = list(plan.casts) + [c for c in ([self.enabled[1]] if self.enabled else []) if c not in plan.casts]
-        guards = {cast: self._guard_of(cast) or given.get(id(cast)) for cast in casts}
-        texts = {text for text in guards.values() if text is not None}
+        guards = [self._guard_of(cast) or given.get(id(cast)) for cast in casts]
+        texts = {text for text in guards if text is not None}
         if not texts:
             return ""
-        condition = sorted(texts)[0]
-        why = (f"the half cast holds only when `{condition}`; add `enabled={condition}` to the autocast and the "
-               "GradScaler by hand")
-        try:
-            tests = {ast.dump(ast.parse(text, mode="eval").body) for text in texts if text != "..."}
-            test = ast.parse(condition, mode="eval").body if condition != "..." else None
-        except SyntaxError:
-            return why
         if "..." in texts:
             return ("a half cast is made on a path that one `enabled=` test cannot express (an `else` branch, "
                     "nested tests, a conditional expression); migrate by hand")
-        if len(tests) > 1 or None in guards.values():
+        condition = min(texts)
+        why = (f"the half cast holds only when `{condition}`; add `enabled={condition}` to the autocast and the "
+               "GradScaler by hand")
+        try:
+            tests = {ast.dump(ast.parse(text, mode="eval").body) for text in texts}
+        except SyntaxError:
+            return why
+        if len(tests) > 1 or None in guards:
             return "the half casts are made under different tests; migrate by hand with `enabled=` on autocast and scaler"
+        test = ast.parse(condition, mode="eval").body
         if any(isinstance(n, (ast.Call, ast.NamedExpr, ast.Await, ast.Yield)) for n in ast.walk(test)):
             return why
         function = self.step.function
@@ -312,19 +312,24 @@ class Migration:
         plan.enabled = condition
         return ""
 
+    def _ancestors(self, node: ast.AST) -> Iterator[Tuple[ast.AST, ast.AST]]:
+        """(ancestor, its child on the way to ``node``), innermost first, from a parent map of the file."""
+        if not hasattr(self, "_parents"):
+            self._parents = {id(child): parent for parent in ast.walk(self.tree)
+                             for child in ast.iter_child_nodes(parent)}
+        child, parent = node, self._parents.get(id(node))
+        while parent is not None:
+            yield parent, child
+            child, parent = parent, self._parents.get(id(parent))
+
     def _guard_of(self, cast: ast.AST) -> Optional[str]:
         """The test of the one ``if`` whose body holds ``cast`` in its function (None: unconditional;
         ``"..."``: on some other kind of path, an ``else``, nested tests, a conditional expression)."""
-        parents: Dict[int, ast.AST] = getattr(self, "_parents", {})
-        if not parents:
-            for node in ast.walk(self.tree):
-                for child in ast.iter_child_nodes(node):
-                    parents[id(child)] = node
-            self._parents = parents
         guard: Optional[str] = None
-        child, node = cast, parents.get(id(cast))
-        while node is not None and not isinstance(node, (*FUNCTIONS, ast.Lambda, ast.ClassDef)):
-            if isinstance(node, ast.If) or isinstance(node, (ast.IfExp, ast.BoolOp)) or type(node).__name__ == "Match":
+        for node, child in self._ancestors(cast):
+            if isinstance(node, (*FUNCTIONS, ast.Lambda, ast.ClassDef)):
+                break
+            if isinstance(node, (ast.If, ast.IfExp, ast.BoolOp)) or type(node).__name__ == "Match":
                 if guard is not None or not isinstance(node, ast.If) or child not in node.body:
                     return "..."
                 guard = self.ctx.segment(node.test, 10 ** 6)
@@ -333,18 +338,11 @@ class Migration:
                         return "..."
                 except SyntaxError:
                     return "..."
-            child, node = node, parents.get(id(node))
         return guard
 
     def _function_of(self, node: ast.AST) -> Optional[ast.AST]:
         """The innermost function whose body holds ``node`` (None: module level)."""
-        found: Optional[ast.AST] = None
-        for candidate in ast.walk(self.tree):
-            if isinstance(candidate, FUNCTIONS) and candidate is not node \
-                    and any(sub is node for sub in ast.walk(candidate)):
-                if found is None or any(sub is candidate for sub in ast.walk(found)):
-                    found = candidate
-        return found
+        return next((a for a, _ in self._ancestors(node) if isinstance(a, FUNCTIONS)), None)
 
     def _banned(self) -> str:
         """CUDA autocast raises on BCELoss; migrating would crash the script on a GPU."""
