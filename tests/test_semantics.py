@@ -2321,3 +2321,72 @@ def test_a_loop_over_the_parameters_that_casts_each_casts_the_module(tmp_path: P
     assert [ctx["b"] for ctx in values] == ["module torch.nn.Linear with float16 parameters"]
     assert [ctx["c"] for ctx in values] == ["module torch.nn.Linear with float32 parameters"]
     assert [ctx["d"] for ctx in values] == ["module torch.nn.Linear with float32 parameters"]
+
+
+def test_a_loop_else_runs_only_when_the_loop_ends_without_break(tmp_path: Path) -> None:
+    """``for ...: if found: net = ...; break`` then ``else: raise`` (a lookup that fails loudly): the
+    code after the loop is reached by the breaks. Before, the ``else`` ran after every exit, so a
+    raising ``else`` made the rest of the function unreachable and its casts unseen."""
+    code = """
+    import torch
+    def build(names):
+        for name in names:
+            if name.startswith("tiny"):
+                net = torch.nn.Linear(8, 8)
+                break
+        else:
+            raise ValueError("no model")
+        net.half()
+        return net
+    def count(items):
+        n = 0
+        for item in items:
+            n = torch.zeros(2)
+        else:
+            n = torch.zeros(2, dtype=torch.int64)
+        return n
+    net = build(["tiny"])
+    n = count([1, 2])
+    print(net, n)  # <-
+    """
+    values = values_at(tmp_path, {"m.py": code}, "m.py", "# <-")
+    assert [ctx["net"] for ctx in values] == ["module torch.nn.Linear with float16 parameters"]
+    assert [ctx["n"] for ctx in values] == ["tensor int64"]  # a loop without break always runs its else
+
+
+def test_a_converter_applied_to_a_model_nobody_knows_casts_its_layers(tmp_path: Path) -> None:
+    """``model.apply(to_half)`` on a model from a factory the analysis cannot see (a class looked up
+    by name in a module imported at run time): a converter that casts the layers it is given makes
+    that model half in those layers, and a model trained after it is a half model (AMP101). Before,
+    the converter's cast was lost on an unknown receiver; ``model.half()`` on one was already seen."""
+    code = """
+    import importlib
+    import torch
+    from torch import nn
+    def to_half(layer):
+        if isinstance(layer, (nn.Linear, nn.Conv1d)):
+            layer.weight.data = layer.weight.data.half()
+    def load(kind):
+        return getattr(importlib.import_module("zoo." + kind), "Model")()
+    model = load("small")
+    model.apply(to_half)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    print(model)  # <-
+    for batch in []:
+        loss = model(batch).sum()
+        loss.backward()
+        opt.step()
+    """
+    assert one(tmp_path, code, "# <-", "model") == ["module a model with float16 parameters in its Conv1d, Linear layers"]
+    assert "10: AMP101" in _codes(tmp_path, code)  # at the apply call
+    # what such a model returns is not known: its float32 embeddings may feed the half layers
+    outputs = code.replace("print(model)  # <-", "a, b = model(x), model.encoder(x)  # <-")
+    assert one(tmp_path, outputs, "# <-", "a") == ["unknown"]
+    assert one(tmp_path, outputs, "# <-", "b") == ["unknown"]
+    every_layer = outputs.replace("if isinstance(layer, (nn.Linear, nn.Conv1d)):", "if True:")
+    assert one(tmp_path, every_layer, "# <-", "a")[0].startswith("tensor float16")
+    assert one(tmp_path, every_layer, "# <-", "b")[0].startswith("tensor float16")
+    initialiser = code.replace("layer.weight.data = layer.weight.data.half()", "layer.weight.data.normal_(0.0, 0.02)")
+    assert one(tmp_path, initialiser, "# <-", "model") == ["unknown"]
+    assert not [c for c in _codes(tmp_path, initialiser) if c.endswith("AMP101")]
+

@@ -745,14 +745,18 @@ class Interpreter:
                 break
             env_in = new_in
         infinite = isinstance(test, ast.Constant) and bool(test.value)
-        after: Optional[Dict[str, Value]] = None if infinite and breaks else env_in
+        # the ``else`` runs only when the loop ends without ``break``: ``for ...: ... break`` then
+        # ``else: raise ValueError("not found")`` leaves the code after it reached by the breaks
+        normal_exit: Optional[Dict[str, Value]] = None if infinite and breaks else env_in
+        orelse = getattr(node, "orelse", [])
+        if orelse and normal_exit is not None:
+            frame.env = dict(normal_exit)
+            normal_exit = frame.env if self.exec_block(orelse, frame) else None
+        after = normal_exit
         for env in breaks:
             after = join_envs(after, env, None)
         frame.env = dict(after if after is not None else env_in)
-        orelse = getattr(node, "orelse", [])
-        if orelse:
-            return self.exec_block(orelse, frame)
-        return True
+        return after is not None or not orelse
 
     def _s_for(self, node: ast.For, frame: Frame) -> bool:
         iterable = self.ev(node.iter, frame)

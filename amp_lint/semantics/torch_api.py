@@ -152,7 +152,7 @@ def module_builtin_attr(module: Module, name: str) -> Value:
         return UNKNOWN  # ``x.pow`` of a value that may be a model or a tensor: not a submodule
     if module.cls is None or (isinstance(module.cls, Ext) and not module.cls.name.startswith("torch.nn.")):
         # a submodule of a model we know only by its cast (``model.transformer``, ``model.lm_head``)
-        return Module(None, module.cast, module.cast_unknown, module.origin, master=module.master)
+        return Module(None, module.cast, module.cast_unknown, module.origin, master=module.master, kinds=module.kinds)
     return UNKNOWN
 
 
@@ -826,11 +826,13 @@ def call_torch_module(interp: "Interpreter", frame: "Frame", module: Module, arg
         return same_as_first(args, kwargs, frame)
     if not name.startswith("torch.nn."):
         # a model we cannot see into: under autocast it most often ends in a GEMM; else it returns
-        # what its parameters are
+        # what its parameters are. Where a converter cast only some kinds of its layers (CLIP's
+        # ``convert_weights``: linear and conv, not embeddings), what it returns is not known: its
+        # float32 embeddings may feed the half layers (which raises) or be cast on the way
         if frame.state is not None:
             return Tensor(frame.state[1], False, frame.autocast_origin, graph=frame.state[1], learned=True)
         dts = module.cast & FLOATS
-        if dts:
+        if dts and not module.kinds:
             return Tensor(dts, module.cast_unknown, module.origin if dts & HALF else None, graph=dts & HALF,
                           learned=True)
         return UNKNOWN
@@ -1734,6 +1736,13 @@ def unknown_method(interp: "Interpreter", frame: "Frame", name: str, args: List[
         target = _cast_target(args, kwargs)
         if isinstance(target, DType) and target.dtypes and not target.unknown:
             bit = target.dtypes
+    if name == "apply" and len(args) == 1 and not kwargs and any(isinstance(o, FuncVal) for o in options(args[0])):
+        # ``model.apply(convert_weights)`` on a model from a factory we cannot see: a converter that
+        # casts the layers it is given makes the model half there, as on a model we know
+        unknown_model = Module(None, F32)
+        result = _apply_to_layers(interp, frame, unknown_model, args[0], node)
+        if result is not unknown_model:
+            return result
     if not bit:
         if name in ("parameters", "named_parameters") and not args:
             return obj("parameters", module=UNKNOWN, named=Scalar("bool", name == "named_parameters"),
