@@ -2390,3 +2390,33 @@ def test_a_converter_applied_to_a_model_nobody_knows_casts_its_layers(tmp_path: 
     assert one(tmp_path, initialiser, "# <-", "model") == ["unknown"]
     assert not [c for c in _codes(tmp_path, initialiser) if c.endswith("AMP101")]
 
+
+def test_a_helper_that_casts_the_model_it_is_given_is_reported_at_each_call(tmp_path: Path) -> None:
+    """``to_half(model)``, a function of the project casting its argument, is the caller's cast: AMP101
+    is reported at the call that casts the trained model, not inside the helper, and the call that
+    casts a model only evaluated is not reported. The message names the model and the helper, and the
+    fix is withheld with a reason the user can act on. (Before, one finding sat on the helper's own
+    ``model.half()``, whichever call trained.)"""
+    code = """
+    import torch
+    def to_half(net):
+        net.half()
+    teacher = torch.nn.Linear(8, 8)
+    to_half(teacher)  # teacher
+    student = torch.nn.Linear(8, 8)
+    to_half(student)  # student
+    opt = torch.optim.SGD(student.parameters(), lr=0.1)
+    for x in []:
+        with torch.no_grad():
+            target = teacher(x)
+        loss = (student(x) - target).float().pow(2).mean()
+        loss.backward()
+        opt.step()
+    """
+    codes = [c for c in _codes(tmp_path, code) if c.endswith("AMP101")]
+    assert codes == [f"{_line_of(code, '# student')}: AMP101"]
+    (tmp_path / "m.py").write_text(textwrap.dedent(code).lstrip("\n"), encoding="utf-8")
+    out = subprocess.run([sys.executable, "-m", "amp_lint", "check", "--isolated", "--no-cache", "--select", "AMP101",
+                          str(tmp_path / "m.py")], capture_output=True, text=True).stdout
+    assert "`student` is cast to float16 by `to_half`" in out, out
+    assert "the model is cast inside `to_half`" in out, out

@@ -32,6 +32,18 @@ from amp_lint.semantics.values import (
 Block = Union[cst.IndentedBlock, cst.Module]
 
 
+#: methods that cast the module they are called on (``model.to(torch.float16)``)
+_CAST_METHODS = frozenset({"half", "bfloat16", "float", "double", "to", "type", "apply", "cuda", "from_pretrained"})
+
+
+def is_helper_cast(call: ast.Call) -> bool:
+    """A cast made by a function of the project given the model (``convert_weights_to_fp16(model)``,
+    ``utils.to_half(model)``): the analysis reports such a cast at the call, not inside the helper."""
+    func = call.func
+    return bool(call.args) and (isinstance(func, ast.Name) or isinstance(func, ast.Attribute)
+                                and func.attr not in _CAST_METHODS)
+
+
 @dataclass
 class Plan:
     """What the migration will do, decided on the ``ast`` (so the message can say it)."""
@@ -233,6 +245,9 @@ class Migration:
             func = cast.func
             if isinstance(func, ast.Attribute) and func.attr in trainingdata.HALF_METHODS:
                 continue
+            if is_helper_cast(cast):
+                return (f"the model is cast inside `{self.ctx.segment(func, 40)}`; keep it in float32 there by hand, "
+                        "then migrate")
             arguments = sorted(list(cast.args) + list(cast.keywords), key=lambda a: (a.lineno, a.col_offset))
             drop: Set[int] = set()
             for index, argument in enumerate(arguments):

@@ -5,6 +5,7 @@ import ast
 from typing import Dict, Tuple
 
 from amp_lint.findings import Applicability, Severity
+from amp_lint.rules._migration import is_helper_cast
 from amp_lint.rules._training import migration_plan, training_model
 from amp_lint.rules.base import Invalid, Rule, Valid
 from amp_lint.semantics.torch_api import node_key, param_origins
@@ -25,7 +26,9 @@ class HalfModelTraining(Rule):
     `.to(torch.float16)`, `.to(dtype=...)`, `from_pretrained(..., torch_dtype=torch.float16)`,
     built after `torch.set_default_dtype(torch.bfloat16)`, or converted layer by layer by
     `model.apply(convert)`, also where `convert` casts only its linear and conv layers as CLIP's
-    `convert_weights` does; reported at that call, without a fix)
+    `convert_weights` does; reported at that call, without a fix; a function of the project that
+    casts the model it is given, `convert_weights_to_fp16(model)`, is reported at each call that
+    casts a trained model, not inside the function, also without a fix)
     whose parameters an optimizer is then built over, anywhere in the program (the cast in one
     file, the optimizer in another counts), or cast in place after an optimizer over its parameters
     was built, when that optimizer then steps (`.half()` converts the very tensors the optimizer
@@ -336,9 +339,13 @@ class HalfModelTraining(Rule):
                     self.ctx, steps[0], f"Keep the model in fp32 and use autocast({dtype})"
                     + (" + GradScaler" if dtype == "float16" else ""), dtype=dtype, remove_casts=True,
                     enabled=(origin.condition, node) if origin.condition else None)
-            text = self.ctx.segment(node.func.value if isinstance(node.func, ast.Attribute) else node, 40)
-            message = (f"`{text}` is cast to {dtype} and trained without fp32 master weights; keep it in fp32 and "
-                       f"use `torch.autocast`{scaler}")
+            func = node.func
+            if is_helper_cast(node):
+                cast = f"`{self.ctx.segment(node.args[0], 40)}` is cast to {dtype} by `{self.ctx.segment(func, 40)}`"
+            else:
+                cast = f"`{self.ctx.segment(func.value if isinstance(func, ast.Attribute) else node, 40)}` is cast to {dtype}"
+            message = (f"{cast} and trained without fp32 master weights; keep it in fp32 and use "
+                       f"`torch.autocast`{scaler}")
         if origin.condition:
             message += f" (when `{origin.condition}`)"
         if fix is None:

@@ -44,7 +44,7 @@ from amp_lint.semantics.values import (
     BOOL, F16, F32, FLOATS, HALF, NONE, OPEN_KEYS, UNKNOWN, Builtin, ClassVal, Coll, DictVal, DType, Ext, FuncVal, Star,
     Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Union, Value, covers, element, join, options,
     carries_half, registry_join, shape, union_of,
-    with_condition, without_condition,
+    with_cast_origin, with_condition, without_condition,
 )
 
 #: An autocast state: None (no autocast) or (device, dtype bit); device "cuda", "cpu" or "apex" (O1).
@@ -1666,12 +1666,30 @@ class Interpreter:
         for index, value in effects.items():
             if index < len(exprs):
                 target = exprs[index]
+                if target is not None:
+                    value = self._cast_by_call(value, frame.record.values.get(id(target)), node, frame)
                 if isinstance(target, ast.Name):
                     frame.env[target.id] = value
                     frame.mutated.add(target.id)
                 elif isinstance(target, ast.Attribute):
                     receiver = frame.record.values.get(id(target.value)) or self.ev(target.value, frame)
                     self.store_attr(receiver, target.attr, value, target, frame)
+
+    def _cast_by_call(self, value: Value, before: Optional[Value], node: ast.Call, frame: Frame) -> Value:
+        """A function that casts a model it is given to half (``convert_weights_to_fp16(model)``): the
+        cast is this call's. A finding (AMP101) is reported where the caller cast its model, each
+        call site apart (one helper may cast a model to train and another for inference), and the
+        cast holds under the caller's branch (``if precision == "fp16":``), not the helper's own tests."""
+        held = {o.origin.key for o in options(before) if isinstance(o, Module) and o.origin is not None} \
+            if before is not None else set()
+        here: Optional[Origin] = None
+        for option in options(value):
+            origin = option.origin if isinstance(option, Module) and option.cast & HALF else None
+            if origin is not None and origin.kind == "module_cast" and origin.key not in held:
+                here = here or torch_api.module_cast_origin(frame, node)
+                if here is not None:
+                    value = with_cast_origin(value, origin, here)
+        return value
 
     def _invoke(self, info: FunctionInfo, env: Dict[str, Value], names: List[str], state: State,
                 stack: Tuple[CallSite, ...], *, context_free: bool = False,

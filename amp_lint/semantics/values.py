@@ -725,6 +725,18 @@ def without_condition(value: Value, condition: str) -> Value:
     return value
 
 
+def with_cast_origin(value: Value, old: Origin, new: Origin) -> Value:
+    """``value`` with its modules' half cast at ``old`` re-attributed to ``new`` (their children's too)."""
+    if isinstance(value, Module):
+        items = tuple(with_cast_origin(i, old, new) for i in value.items)
+        if value.origin is not None and value.origin.key == old.key:
+            return replace(value, origin=new, items=items)
+        return replace(value, items=items) if items != value.items else value
+    if isinstance(value, Union):
+        return union_of(with_cast_origin(v, old, new) for v in options(value))
+    return value
+
+
 def tensor_dtypes(value: Value) -> Tuple[int, bool]:
     """(known dtypes, whether some paths are unknown) of a value used as a tensor."""
     if isinstance(value, Tensor):
