@@ -2420,3 +2420,45 @@ def test_a_helper_that_casts_the_model_it_is_given_is_reported_at_each_call(tmp_
                           str(tmp_path / "m.py")], capture_output=True, text=True).stdout
     assert "`student` is cast to float16 by `to_half`" in out, out
     assert "the model is cast inside `to_half`" in out, out
+
+
+def test_a_model_cast_at_several_places_keeps_each_cast(tmp_path: Path) -> None:
+    """A model made half on either of two branches (each its own cast), then cast again under a
+    third test, and trained: every cast is a cast of the trained parameters, so AMP101 reports each
+    of them. Before, a join of two half models of one class kept one cast (the last path's) and the
+    others went unreported."""
+    code = """
+    import torch
+    def train(kind, small, bf16, batches):
+        if kind == "wide":
+            model = torch.nn.Linear(64, 64).half()  # wide
+        else:
+            model = torch.nn.Linear(64, 64).to(torch.float16)  # narrow
+        if bf16:
+            model.bfloat16()  # bf16
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x in batches:
+            loss = model(x).float().pow(2).mean()
+            loss.backward()
+            opt.step()
+    """
+    codes = [c for c in _codes(tmp_path, code) if c.endswith("AMP101")]
+    assert codes == [f"{_line_of(code, marker)}: AMP101" for marker in ("# wide", "# narrow", "# bf16")]
+    # a cast on a path that freezes the model (``requires_grad_(False)``) makes no trained parameter half
+    frozen = """
+    import torch
+    def train(tune_encoder, batches):
+        encoder = torch.nn.Linear(64, 64)
+        if tune_encoder:
+            encoder.half()  # tuned
+        else:
+            encoder.half()  # frozen
+            encoder.requires_grad_(False)
+        opt = torch.optim.SGD(encoder.parameters(), lr=0.1)  # steps nothing where it is frozen
+        for x in batches:
+            loss = encoder(x).float().pow(2).mean()
+            loss.backward()
+            opt.step()
+    """
+    codes = [c for c in _codes(tmp_path, frozen) if c.endswith("AMP101")]
+    assert codes == [f"{_line_of(frozen, '# tuned')}: AMP101"]

@@ -2340,7 +2340,9 @@ def join_envs(a: Optional[Dict[str, Value]], b: Optional[Dict[str, Value]],
     for key in a.keys() | b.keys():
         va, vb = a.get(key), b.get(key)
         if va is vb or (va is not None and vb is not None and va == vb):
-            out[key] = va if va is not None else vb  # type: ignore[assignment]
+            # equal values may still name different casts (a model made half on either branch)
+            out[key] = join(va, vb) if type(va) is Module or type(va) is Union else (
+                va if va is not None else vb)  # type: ignore[assignment]
             continue
         joined = join(va, vb)
         side = _half_side(va, vb) if condition is not None and va is not None and vb is not None else 0

@@ -647,7 +647,17 @@ def module_method(interp: "Interpreter", frame: "Frame", module: Module, name: s
             cast_in_place(interp, frame, module, result, _receiver(node))
             return result
         return module
-    if name in ("cuda", "cpu", "eval", "train", "requires_grad_", "share_memory", "xpu", "ipu", "to_empty"):
+    if name == "requires_grad_":
+        flag = args[0] if args else kwargs.get("requires_grad", Scalar("bool", True))
+        frozen = isinstance(flag, Scalar) and flag.value is False
+        if frozen == module.frozen:
+            return module
+        result = replace(module, frozen=frozen)
+        target = _receiver(node)
+        if target is not None and node is frame.statement:  # ``te.requires_grad_(False)``: in place
+            rebind(interp, frame, target, result)
+        return result
+    if name in ("cuda", "cpu", "eval", "train", "share_memory", "xpu", "ipu", "to_empty"):
         return module
     if name in ("parameters", "named_parameters", "buffers", "named_buffers"):
         return obj("parameters", module=module, named=Scalar("bool", name.startswith("named")),
@@ -923,6 +933,8 @@ def _params_per_module(parameters: Obj) -> List[Tensor]:
         else:
             out.append(Tensor(module.cast & FLOATS if module.cast else 0, module.cast_unknown or not module.cast,
                               module.origin if module.cast & HALF else None, param=param))
+            # the module's other half casts (another branch loaded it in float16): each reported
+            out.extend(Tensor(module.cast & FLOATS, module.cast_unknown, origin, param=param) for origin in module.also)
     return out
 
 

@@ -26,7 +26,7 @@ Values are immutable and hashable (they key the memo of function analyses).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, FrozenSet, Iterable, Iterator, List, Optional, Tuple
+from typing import Any, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple
 
 from amp_lint.data.ops import MODULE_KINDS
 
@@ -225,6 +225,13 @@ class Module(Value):
     #: cast reaches them and the containers and user modules that hold them, not the other layers
     #: nor a user module's own parameters. Empty: the cast reached every parameter.
     kinds: FrozenSet[str] = frozenset()
+    #: the other places a half cast of it was made, on paths joined into this value (loaded in
+    #: float16 by either of two branches' ``from_pretrained``, then cast again on a third path):
+    #: evidence only, like ``origin`` (not part of its identity), so that every cast is reported
+    also: Tuple[Origin, ...] = ()
+    #: ``requires_grad_(False)`` was called on it: where paths that cast it are joined, the cast of
+    #: a path where it is frozen does not make trained parameters half (evidence, not identity)
+    frozen: bool = False
 
     def __eq__(self, other: object) -> bool:
         return (type(other) is Module and self.cls == other.cls and self.cast == other.cast  # type: ignore[attr-defined]
@@ -247,7 +254,7 @@ class Module(Value):
         kinds = kinds if dtypes & HALF else frozenset()
         items = tuple(_cast_child(i, dtypes, origin, kinds) for i in self.items)
         return replace(self, cast=dtypes, cast_unknown=False, origin=origin if dtypes & HALF else None, items=items,
-                       kinds=kinds)
+                       kinds=kinds, also=())
 
     @property
     def layer_name(self) -> Optional[str]:
@@ -489,7 +496,13 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
     """The least value that holds whatever ``a`` or ``b`` holds (None: not reached)."""
     if a is None:
         return b if b is not None else UNKNOWN
-    if b is None or a is b or a == b:
+    if b is None or a is b:
+        return a
+    if a == b:  # equal as values; the casts they name may differ
+        if type(a) is Module:
+            return _join_same(a, b) if _cast_keys(b) - _cast_keys(a) else a  # type: ignore[arg-type]
+        if type(a) is Union and _cast_keys(b) - _cast_keys(a):
+            return _union(options(a) + options(b), a.wide or b.wide)  # type: ignore[union-attr]
         return a
     wide = isinstance(a, Union) and a.wide or isinstance(b, Union) and b.wide
     if a is UNKNOWN:
@@ -502,6 +515,28 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
         if merged is not None:
             return merged
     return _union(options(a) + options(b), wide)
+
+
+def _casts(module: "Module") -> Tuple[Origin, ...]:
+    """Where the half cast of ``module`` was made (its origin, then the others joined into it)."""
+    return ((module.origin,) if module.cast & HALF and module.origin is not None else ()) + module.also
+
+
+def _cast_keys(value: Value) -> Set[Tuple[str, int, int, int, int]]:
+    """The places of the half casts of the modules ``value`` may be."""
+    return {o.key for m in options(value) if type(m) is Module for o in _casts(m)}  # type: ignore[arg-type]
+
+
+def _other_casts(a: "Module", b: "Module", kept: Optional[Origin]) -> Tuple[Origin, ...]:
+    """The half casts of ``a`` and ``b`` besides ``kept`` (the joined module's ``origin``), each once."""
+    out: List[Origin] = []
+    seen = {kept.key} if kept is not None else set()
+    for module in (a, b):
+        for origin in _casts(module):
+            if origin.key not in seen:
+                seen.add(origin.key)
+                out.append(origin)
+    return tuple(out)
 
 
 def _join_kinds(a: "Module", b: "Module") -> FrozenSet[str]:
@@ -599,11 +634,18 @@ def _join_same(a: Value, b: Value) -> Optional[Value]:
         assert isinstance(b, Module)
         if a.cls != b.cls or a.mode != b.mode:
             return None  # a union: an apex-initialised model and a plain one run differently
+        # cast on a path that may train it and on one that freezes it: only the casts of the first
+        # make trained parameters half (``if train_te: te.to(dtype) else: te.to(dtype);
+        # te.requires_grad_(False)``)
+        one_frozen = a.frozen != b.frozen and bool(_casts(a)) and bool(_casts(b))
+        if one_frozen and a.frozen:
+            a, b = b, a
         origin = a.origin if (a.origin is not None and a.cast & HALF) or b.origin is None else b.origin
         items = a.items if a.items == b.items else (
             tuple(join(x, y) for x, y in zip(a.items, b.items)) if len(a.items) == len(b.items) else ())
+        also = tuple(o for o in _casts(a) if o is not origin) if one_frozen else _other_casts(a, b, origin)
         return Module(a.cls, a.cast | b.cast, a.cast_unknown or b.cast_unknown, origin, items, a.master and b.master,
-                      a.mode, a.site if a.site is b.site else None, _join_kinds(a, b))
+                      a.mode, a.site if a.site is b.site else None, _join_kinds(a, b), also, a.frozen and b.frozen)
     if isinstance(a, Seq):
         assert isinstance(b, Seq)
         if len(a.items) == len(b.items):
@@ -717,7 +759,7 @@ def without_condition(value: Value, condition: str) -> Value:
     if isinstance(value, Module) and value.origin is not None and value.origin.condition == condition \
             and value.cast & HALF:
         cast = value.cast & ~HALF
-        return replace(value, cast=cast, cast_unknown=value.cast_unknown or not cast, origin=None)
+        return replace(value, cast=cast, cast_unknown=value.cast_unknown or not cast, origin=None, also=())
     if isinstance(value, Union):
         return _union(without_condition(v, condition) for v in options(value))
     if isinstance(value, Seq):
@@ -729,9 +771,10 @@ def with_cast_origin(value: Value, old: Origin, new: Origin) -> Value:
     """``value`` with its modules' half cast at ``old`` re-attributed to ``new`` (their children's too)."""
     if isinstance(value, Module):
         items = tuple(with_cast_origin(i, old, new) for i in value.items)
+        also = tuple(new if o.key == old.key else o for o in value.also)
         if value.origin is not None and value.origin.key == old.key:
-            return replace(value, origin=new, items=items)
-        return replace(value, items=items) if items != value.items else value
+            return replace(value, origin=new, items=items, also=also)
+        return replace(value, items=items, also=also) if items != value.items or also != value.also else value
     if isinstance(value, Union):
         return union_of(with_cast_origin(v, old, new) for v in options(value))
     return value
