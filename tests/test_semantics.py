@@ -2462,3 +2462,57 @@ def test_a_model_cast_at_several_places_keeps_each_cast(tmp_path: Path) -> None:
     """
     codes = [c for c in _codes(tmp_path, frozen) if c.endswith("AMP101")]
     assert codes == [f"{_line_of(frozen, '# tuned')}: AMP101"]
+
+
+def test_a_module_dict_names_its_children(tmp_path: Path) -> None:
+    """``nn.ModuleDict({"encoder": ..., "head": ...})`` (nanoGPT's ``self.transformer``, a student /
+    teacher dict): ``d.head`` and ``d["head"]`` are that child, following the dict's cast, and its
+    ``keys()`` / ``items()`` name them. Before, a child read by name was unknown, so nothing the
+    model computed through it was seen."""
+    code = """
+    import torch
+    from torch import nn
+    class Tower(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.parts = nn.ModuleDict({"encoder": nn.Linear(8, 8), "head": nn.Embedding(10, 8)})
+        def forward(self, x):
+            return self.parts.encoder(x), self.parts["head"]
+    tower = Tower().half()
+    h, head = tower(torch.randn(2, 8).half())
+    names = list(tower.parts.keys())
+    print(h, head, names)  # <-
+    """
+    values = values_at(tmp_path, {"m.py": code}, "m.py", "# <-")
+    assert [ctx["h"] for ctx in values] == ["tensor float16"]
+    assert [ctx["head"] for ctx in values] == ["module torch.nn.Embedding with float16 parameters"]
+
+
+def test_a_loop_over_a_module_dicts_items_runs_once_per_child(tmp_path: Path) -> None:
+    """``for k, m in self.nets.items(): self.nets[k] = wrap(m)`` replaces each child by its wrapped
+    self (FSDP with a float16 ``MixedPrecision`` here): a loop over a few known items that hold
+    modules runs its body once per item, and a store under a key replaces that child. Before, the
+    loop joined the children (one unknown key) and the store was lost, so the children stayed
+    float32 and the float16 loss went unseen."""
+    code = """
+    import torch
+    from torch import nn
+    import torch.nn.functional as F
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, MixedPrecision
+    class Pair(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.nets = nn.ModuleDict({"body": nn.Linear(8, 8), "proj": nn.Linear(8, 4)})
+        def shard(self):
+            policy = MixedPrecision(param_dtype=torch.float16)
+            for k, m in self.nets.items():
+                self.nets[k] = FSDP(m, mixed_precision=policy)
+        def forward(self, x):
+            logits = self.nets.proj(self.nets.body(x))
+            return F.log_softmax(logits, dim=-1)  # <-
+    pair = Pair()
+    pair.shard()
+    out = pair(torch.randn(2, 8))
+    """
+    assert one(tmp_path, code, "# <-", "logits")[0].startswith("tensor float16")
+    assert f"{_line_of(code, '# <-')}: AMP201" in _codes(tmp_path, code)

@@ -57,6 +57,8 @@ MAX_WIDENINGS = 3
 MAX_EXACT_CONTEXTS = 16
 MAX_DEPTH = 40
 MAX_LOOP_ITERATIONS = 4
+#: a ``for`` over a tuple or list of at most this many known items runs its body once per item
+MAX_UNROLLED_ITEMS = 4
 #: how often a context is analysed again because a field it read changed afterwards
 MAX_RERUNS = 2
 #: how many instance fields have changed so far (in any analysis): a summary checked at this count
@@ -762,6 +764,9 @@ class Interpreter:
         iterable = self.ev(node.iter, frame)
         elem = self.iterate(iterable, frame)
         owner = _parameter_loop(node)
+        if owner is None and isinstance(iterable, Seq) and 0 < len(iterable.items) <= MAX_UNROLLED_ITEMS \
+                and any(_holds_module(item) for item in iterable.items):
+            return self._unrolled(node, frame, iterable.items, elem)
         if owner is None:
             return self._loop(node, frame, lambda: self.bind(node.target, elem, frame), None)
         self.parameter_loops[id(frame)] = owner
@@ -773,6 +778,45 @@ class Interpreter:
         if cast is not None:  # the loop ran over every parameter: none is left as it was
             self._cast_by_parameter_data(owner[0], cast[0], cast[1], frame)
         return alive
+
+    def _unrolled(self, node: ast.For, frame: Frame, items: Sequence[Value], elem: Value) -> bool:
+        """A ``for`` over a few known items (``for name in ("proj", "text_projection"):``, the pairs of
+        an nn.ModuleDict's ``items()``): the body runs once per item in order, each run starting from
+        where the last ended, so what one item's run does stays that item's. The body then runs once
+        more over the joined items from the join of the runs' starts, only for what the rules read of
+        it (one record per node): the environment that run leaves is dropped."""
+        env: Optional[Dict[str, Value]] = frame.env
+        starts: Optional[Dict[str, Value]] = None
+        breaks: List[Dict[str, Value]] = []
+        for item in items:
+            assert env is not None
+            starts = join_envs(starts, env, None)
+            frame.env = dict(env)
+            self.bind(node.target, item, frame)
+            frame.loops.append(([], []))
+            alive = self.exec_block(node.body, frame)
+            broken, continued = frame.loops.pop()
+            breaks.extend(broken)
+            following: Optional[Dict[str, Value]] = frame.env if alive else None
+            for other in continued:
+                following = join_envs(following, other, None)
+            env = following
+            if env is None:  # every path left the loop (break, return, raise)
+                break
+        frame.env = dict(starts) if starts is not None else dict(frame.env)
+        self.bind(node.target, elem, frame)
+        frame.loops.append(([], []))
+        self.exec_block(node.body, frame)
+        frame.loops.pop()
+        normal_exit = env
+        if node.orelse and normal_exit is not None:
+            frame.env = dict(normal_exit)
+            normal_exit = frame.env if self.exec_block(node.orelse, frame) else None
+        after = normal_exit
+        for other in breaks:
+            after = join_envs(after, other, None)
+        frame.env = dict(after) if after is not None else frame.env
+        return after is not None
 
     def _s_while(self, node: ast.While, frame: Frame) -> bool:
         return self._loop(node, frame, lambda: None, node.test)
@@ -962,6 +1006,8 @@ class Interpreter:
         elif isinstance(target, ast.Subscript):
             container = self.ev(target.value, frame)
             self.ev(target.slice, frame)
+            if isinstance(container, Module) and container.items:
+                self._store_child(container, target, value, frame)
             if isinstance(container, DictVal) and isinstance(target.value, ast.Name):
                 name = target.value.id
                 key = _const_key(target.slice)
@@ -983,6 +1029,34 @@ class Interpreter:
                         genv[name] = DictVal(tuple(items.items()))
         elif isinstance(target, ast.Starred):
             self.bind(target.value, value, frame)
+
+    def _store_child(self, container: Module, target: ast.Subscript, value: Value, frame: Frame) -> None:
+        """``self.blocks[k] = wrap(self.blocks[k])`` into an nn.ModuleDict / ModuleList / Sequential:
+        the child under a known key or index is replaced; under a key not known here (a loop over
+        its keys) every child may be it, so each is joined with the stored value. The expression
+        that names the container (a name or a field) then holds the updated container."""
+        key = _const_key(target.slice)
+        if key is None:
+            index = frame.record.values.get(id(target.slice))
+            key = index.value if isinstance(index, Scalar) else None
+        items = list(container.items)
+        if isinstance(key, str) and key in container.names:
+            items[container.names.index(key)] = value
+        elif isinstance(key, int) and not isinstance(key, bool) and -len(items) <= key < len(items):
+            items[key] = value
+        else:
+            items = [join(item, value) for item in items]
+        updated = replace(container, items=tuple(items))
+        owner_expr = target.value
+        if isinstance(owner_expr, ast.Name):
+            frame.env[owner_expr.id] = updated
+        elif isinstance(owner_expr, ast.Attribute):
+            owner = frame.record.values.get(id(owner_expr.value))
+            # a field is the class's, for every instance: children read through an owner of another
+            # or an unknown dtype carry that owner's cast (adopt), which must not be stored back
+            if owner is not None and all(isinstance(o, Module) and o.cast == F32 and not o.cast_unknown
+                                         for o in options(owner)):
+                self.replace_field(owner, owner_expr.attr, container, updated)
 
     def _bind_declared(self, name: str, value: Value, frame: Frame) -> None:
         """A store to a name the function declares ``global`` (``global model; model = Net().half()``
@@ -1105,6 +1179,8 @@ class Interpreter:
                 values = tuple(v for _, v in container.items)
             return registry_join(values) if values else UNKNOWN
         if isinstance(container, Module):  # a child of ModuleList/Sequential/ParameterList follows its cast
+            if container.names and isinstance(index, Scalar) and index.value in container.names:
+                return adopt(container.items[container.names.index(index.value)], container)  # type: ignore[arg-type]
             if container.items:
                 key = index.value if isinstance(index, Scalar) and isinstance(index.value, int) else None
                 if key is not None and -len(container.items) <= key < len(container.items):
@@ -1406,6 +1482,10 @@ class Interpreter:
         return None
 
     def module_attr_of(self, module: Module, name: str, frame: Frame, node: Optional[ast.AST]) -> Value:
+        if name in module.names:  # ``self.transformer.wte`` of an nn.ModuleDict
+            return adopt(module.items[module.names.index(name)], module)
+        if module.names and name in ("keys", "values", "items"):
+            return Method(module, name)
         cls = module.cls
         if isinstance(cls, ClassVal):
             value = self.field_of(cls.info, name)
@@ -1441,6 +1521,8 @@ class Interpreter:
         for option in options(iterable):
             if isinstance(option, Tensor):
                 out = join(out, replace(option, param=False))
+            elif isinstance(option, Module) and option.names:  # an nn.ModuleDict yields its keys
+                out = join(out, element(Seq(tuple(Scalar("str", n) for n in option.names))))
             elif isinstance(option, Module):
                 out = join(out, adopt(element(Seq(option.items)), option) if option.items else UNKNOWN)
             elif isinstance(option, Obj) and option.kind == "parameters":
@@ -1553,6 +1635,12 @@ class Interpreter:
             return self.call_function(forward, None, [UNKNOWN] + list(args), kwargs, frame, node, effects=False)
         if isinstance(receiver, Tensor):
             return torch_api.tensor_method(self, frame, receiver, name, args, kwargs, node)
+        if isinstance(receiver, Module) and receiver.names and name in ("keys", "values", "items") and not args:
+            # an nn.ModuleDict's views, each child following the dict's cast
+            keys = tuple(Scalar("str", n) for n in receiver.names)
+            children = tuple(adopt(item, receiver) for item in receiver.items)
+            return Seq(keys if name == "keys" else children if name == "values"
+                       else tuple(Seq(pair) for pair in zip(keys, children)))
         if isinstance(receiver, Module):
             return torch_api.module_method(self, frame, receiver, name, args, kwargs, node)
         if isinstance(receiver, Obj):
@@ -2283,6 +2371,15 @@ def unpack_targets(value: Value, count: int, star: Optional[int]) -> Optional[Li
         rest = [Coll(value.elem)] if star is not None else []
         return list(value.prefix[:known]) + rest
     return None
+
+
+def _holds_module(value: Value) -> bool:
+    """A module, or a tuple holding one (a ``(name, module)`` pair of ``ModuleDict.items()``): a loop
+    over a few of these runs once per item. Loops over numbers or strings are not unrolled: a call
+    in their body would get one context per item (transformer-xl's self-test builds its model for
+    each of four sizes), and its callees would be widened for every other caller."""
+    return any(isinstance(o, Module) or isinstance(o, Seq) and any(isinstance(i, Module) for i in o.items)
+               for o in options(value))
 
 
 def _const_key(node: ast.AST) -> Any:

@@ -1026,7 +1026,7 @@ def call_ext(interp: "Interpreter", frame: "Frame", qualified: str, args: List[V
             param_dtype = mixed.get("param_dtype")
             if isinstance(param_dtype, DType) and param_dtype.dtypes & HALF:
                 return Module(inner.cls, param_dtype.dtypes, False, _origin(frame, node, "framework"), inner.items,
-                              master=True)
+                              master=True, names=inner.names)
         return inner
     if short == "fully_shard" and qualified.startswith("torch.distributed"):
         policy = kwargs.get("mp_policy")
@@ -1284,9 +1284,12 @@ def make_nn_module(interp: "Interpreter", frame: "Frame", qualified: str, short:
     elif short in ("ModuleList", "ParameterList") and positional:
         first = positional[0]
         items = first.items if isinstance(first, Seq) else ((element(first),) if first is not UNKNOWN else ())
-    elif short in ("ModuleDict", "ParameterDict") and positional and isinstance(positional[0], DictVal):
+    names: Tuple[str, ...] = ()
+    if short in ("ModuleDict", "ParameterDict") and positional and isinstance(positional[0], DictVal):
         items = tuple(v for _, v in positional[0].items)
-    return Module(Ext(qualified), cast, False, origin, items, site=node)
+        keys = [k for k, _ in positional[0].items]
+        names = tuple(keys) if all(isinstance(k, str) for k in keys) else ()  # type: ignore[arg-type]
+    return Module(Ext(qualified), cast, False, origin, items, site=node, names=names)
 
 
 def from_pretrained(interp: "Interpreter", frame: "Frame", cls: Value, args: List[Value], kwargs: Dict[str, Value],

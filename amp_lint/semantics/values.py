@@ -232,17 +232,20 @@ class Module(Value):
     #: ``requires_grad_(False)`` was called on it: where paths that cast it are joined, the cast of
     #: a path where it is frozen does not make trained parameters half (evidence, not identity)
     frozen: bool = False
+    #: an nn.ModuleDict's keys, one per item (``md.head``, ``md["head"]``); empty where not known
+    names: Tuple[str, ...] = ()
 
     def __eq__(self, other: object) -> bool:
         return (type(other) is Module and self.cls == other.cls and self.cast == other.cast  # type: ignore[attr-defined]
                 and self.cast_unknown == other.cast_unknown and self.items == other.items  # type: ignore[attr-defined]
                 and self.master == other.master and self.mode == other.mode  # type: ignore[attr-defined]
-                and self.kinds == other.kinds)  # type: ignore[attr-defined]
+                and self.kinds == other.kinds and self.names == other.names)  # type: ignore[attr-defined]
 
     def __hash__(self) -> int:
         cached = self.__dict__.get("_hash")
         if cached is None:
-            cached = hash((2, self.cls, self.cast, self.cast_unknown, self.items, self.master, self.mode, self.kinds))
+            cached = hash((2, self.cls, self.cast, self.cast_unknown, self.items, self.master, self.mode, self.kinds,
+                           self.names))
             object.__setattr__(self, "_hash", cached)
         return cached
 
@@ -645,7 +648,8 @@ def _join_same(a: Value, b: Value) -> Optional[Value]:
             tuple(join(x, y) for x, y in zip(a.items, b.items)) if len(a.items) == len(b.items) else ())
         also = tuple(o for o in _casts(a) if o is not origin) if one_frozen else _other_casts(a, b, origin)
         return Module(a.cls, a.cast | b.cast, a.cast_unknown or b.cast_unknown, origin, items, a.master and b.master,
-                      a.mode, a.site if a.site is b.site else None, _join_kinds(a, b), also, a.frozen and b.frozen)
+                      a.mode, a.site if a.site is b.site else None, _join_kinds(a, b), also, a.frozen and b.frozen,
+                      a.names if a.names == b.names and items else ())
     if isinstance(a, Seq):
         assert isinstance(b, Seq)
         if len(a.items) == len(b.items):
