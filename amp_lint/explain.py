@@ -126,7 +126,7 @@ def _value(text: str, obs: Observation, node: ast.AST, at: Callable[[str, int], 
     value = obs.value(node)
     evidence = []
     if any(getattr(o, "dtypes", 0) & 12 or getattr(o, "cast", 0) & 12 for o in options(value)):
-        evidence = [f"{at(e.path, e.line)}: {e.message}" for e in obs.evidence(value)[:1]]
+        evidence = [f"{at(e.path, e.line)}: {e.message}" for e in obs.origin_evidence(value)]
     return {"expression": text, "value": describe(value), "because": evidence}
 
 

@@ -2516,3 +2516,33 @@ def test_a_loop_over_a_module_dicts_items_runs_once_per_child(tmp_path: Path) ->
     """
     assert one(tmp_path, code, "# <-", "logits")[0].startswith("tensor float16")
     assert f"{_line_of(code, '# <-')}: AMP201" in _codes(tmp_path, code)
+
+
+def test_explain_names_every_place_a_model_was_cast(tmp_path: Path) -> None:
+    """``amp-lint explain`` gives each cast a model carries as evidence (the first, then the others
+    joined into it), not only one, and no call path as a reason where the value has no origin."""
+    code = """
+    import torch
+    def build(wide, bf16):
+        if wide:
+            model = torch.nn.Linear(4, 4).half()
+        else:
+            model = torch.nn.Linear(4, 4).to(torch.float16)
+        if bf16:
+            model.bfloat16()
+        print(model)  # <-
+    """
+    contexts = explain_json(tmp_path, "m.py", "# <-", code)
+    model = next(v for v in contexts[0]["values"] if v["expression"] == "model")
+    lines = sorted(int(because.split(":")[1]) for because in model["because"])
+    assert lines == [_line_of(code, ".half()"), _line_of(code, "to(torch.float16)"), _line_of(code, "bfloat16()")]
+    picked = """
+    import torch
+    def pick(name):
+        dtype = {"half": torch.float16, "full": torch.float32}[name]
+        return dtype  # <-
+    pick(input())
+    """
+    contexts = explain_json(tmp_path, "m.py", "# <-", picked)
+    dtype = next(v for v in contexts[0]["values"] if v["expression"] == "dtype")
+    assert dtype["value"] == "dtype float16 or float32" and dtype["because"] == []  # not "m.py:5: calls `pick`"

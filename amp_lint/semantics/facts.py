@@ -99,14 +99,26 @@ class Observation:
         device = {"cpu": "CPU autocast", "apex": "apex O1"}.get(state[0], "CUDA autocast")
         return f"in {name} ({device})"
 
-    def evidence(self, value: Optional[Value] = None) -> Tuple[Evidence, ...]:
-        """Where the half dtype of ``value`` (or the autocast region) comes from, then the call path."""
+    def origin_evidence(self, value: Optional[Value] = None) -> List[Evidence]:
+        """Where the half dtype of ``value`` (or the autocast region) comes from: its origin, then the
+        other places a module it may be was cast (``Module.also``)."""
         steps: List[Evidence] = []
         origin = _origin_of(value) if value is not None else None
         if origin is None and self.record.state is not None:
             origin = self.record.autocast_origin
         if origin is not None:
             steps.append(Evidence(origin.path, origin.line, _origin_message(origin)))
+            seen = {origin.key}
+            for option in options(value) if value is not None else ():
+                for other in option.also if isinstance(option, Module) else ():
+                    if other.key not in seen:
+                        seen.add(other.key)
+                        steps.append(Evidence(other.path, other.line, "also " + _origin_message(other)))
+        return steps
+
+    def evidence(self, value: Optional[Value] = None) -> Tuple[Evidence, ...]:
+        """Where the half dtype of ``value`` (or the autocast region) comes from, then the call path."""
+        steps = self.origin_evidence(value)
         for site in self.record.stack:
             steps.append(Evidence(site.path, site.line, site.describe()))
         return tuple(steps)
