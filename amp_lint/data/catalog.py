@@ -43,8 +43,10 @@ CATALOG: Tuple[CatalogEntry, ...] = (
                  "the loop's `.backward()` call, once per loop", _BACKWARD, on_by_default=False),
     CatalogEntry("AMP101", "half-model-training", "error", "unsafe",
                  "the call that casts the model (`.half()`, `.to(torch.float16)`, `from_pretrained(torch_dtype=...)`, "
-                 "a `torch.set_default_dtype(...)` it is built under)",
-                 r"\.(half|bfloat16|to)\(.*\)$|from_pretrained\(|set_default_(dtype|tensor_type)\("),
+                 "a layer built with `dtype=torch.float16`, a `torch.set_default_dtype(...)` it is built under, "
+                 "or the call of a project function that casts the model it is given: `to_half(model)`)",
+                 r"\.(half|bfloat16|to)\(.*\)$|from_pretrained\(|set_default_(dtype|tensor_type)\(|dtype=|"
+                 r"^[\w.]+\([\w.]+\)$"),
     CatalogEntry("AMP102", "backward-without-loss-scaling", "error", "unsafe",
                  "the loop's `.backward()` call, once per loop", _BACKWARD),
     CatalogEntry("AMP103", "incomplete-scaler-protocol", "error", "safe",

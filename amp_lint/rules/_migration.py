@@ -32,18 +32,6 @@ from amp_lint.semantics.values import (
 Block = Union[cst.IndentedBlock, cst.Module]
 
 
-#: methods that cast the module they are called on (``model.to(torch.float16)``)
-_CAST_METHODS = frozenset({"half", "bfloat16", "float", "double", "to", "type", "apply", "cuda", "from_pretrained"})
-
-
-def is_helper_cast(call: ast.Call) -> bool:
-    """A cast made by a function of the project given the model (``convert_weights_to_fp16(model)``,
-    ``utils.to_half(model)``): the analysis reports such a cast at the call, not inside the helper."""
-    func = call.func
-    return bool(call.args) and (isinstance(func, ast.Name) or isinstance(func, ast.Attribute)
-                                and func.attr not in _CAST_METHODS)
-
-
 @dataclass
 class Plan:
     """What the migration will do, decided on the ``ast`` (so the message can say it)."""
@@ -229,10 +217,12 @@ class Migration:
         on some runs (``.to(dtype)``, ``torch_dtype=weight_dtype``) is not removed: dropping it would
         train under AMP whatever chose it, and keeping it would leave half parameters."""
         removed = {node_key(self.ctx.module.relpath, cast) for cast in plan.casts}
+        by_helper: Set[Tuple[str, int, int, int, int]] = set()
         for optimizer in self.step.optimizers():
             params = optimizer.get("params") or Scalar("other")
             dtypes, unknown, _ = param_dtypes(params)
             origins = param_origins(params)
+            by_helper.update(o.key for o in origins if o.kind == "helper_cast")
             if not origins and (unknown or not dtypes or dtypes & HALF):
                 # e.g. inputs cast with .half() for a model the analysis cannot see
                 return ("the dtype of the parameters this optimizer trains is not known here; if they are half, "
@@ -245,7 +235,7 @@ class Migration:
             func = cast.func
             if isinstance(func, ast.Attribute) and func.attr in trainingdata.HALF_METHODS:
                 continue
-            if is_helper_cast(cast):
+            if node_key(self.ctx.module.relpath, cast) in by_helper:
                 return (f"the model is cast inside `{self.ctx.segment(func, 40)}`; keep it in float32 there by hand, "
                         "then migrate")
             arguments = sorted(list(cast.args) + list(cast.keywords), key=lambda a: (a.lineno, a.col_offset))

@@ -222,18 +222,7 @@ class Fp32TrainingLoop(Rule):
                     loss.backward()
                     optimizer.step()
             """,
-            expected=            """
-            import torch
-            import torch.nn.functional as F
-
-            def train(model, loader, optimizer, device):
-                for x, y in loader:
-                    optimizer.zero_grad()
-                    recon = model(x.to(device))
-                    loss = F.binary_cross_entropy(recon, y.to(device))
-                    loss.backward()
-                    optimizer.step()
-            """,
+            fix_withheld=True,
         ),
         Invalid(
             # a module-level optimizer gets a module-level scaler next to it (one per run, not per call)

@@ -5,7 +5,6 @@ import ast
 from typing import Dict, Tuple
 
 from amp_lint.findings import Applicability, Severity
-from amp_lint.rules._migration import is_helper_cast
 from amp_lint.rules._training import migration_plan, training_model
 from amp_lint.rules.base import Invalid, Rule, Valid
 from amp_lint.semantics.torch_api import node_key, param_origins
@@ -261,22 +260,7 @@ class HalfModelTraining(Rule):
                 optimizer.step()
                 optimizer.zero_grad()
             """,
-            expected="""
-            import argparse
-            import torch
-
-            parser = argparse.ArgumentParser()
-            parser.add_argument("--fp16", action="store_true")
-            args = parser.parse_args()
-            dtype = torch.float16 if args.fp16 else torch.float32
-            model = torch.nn.Linear(16, 16).to(dtype)
-            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-            for x, y in loader:
-                loss = torch.nn.functional.mse_loss(model(x), y)
-                loss.backward()
-                optimizer.step()
-                optimizer.zero_grad()
-            """,
+            fix_withheld=True,
         ),
         Invalid(
             """
@@ -306,6 +290,53 @@ class HalfModelTraining(Rule):
                 scaler.update()
                 optimizer.zero_grad()
             """,
+        ),
+        Invalid(
+            """
+            import torch
+            model = torch.nn.Linear(16, 16, dtype=torch.float16).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                loss = torch.nn.functional.mse_loss(model(x.cuda().half()), y.cuda())
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            """,
+            expected="""
+            import torch
+            model = torch.nn.Linear(16, 16).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            scaler = torch.amp.GradScaler("cuda")
+            for x, y in loader:
+                with torch.autocast(device_type="cuda", dtype=torch.float16):
+                    loss = torch.nn.functional.mse_loss(model(x.cuda()), y.cuda())
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+                optimizer.zero_grad()
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+
+            def to_half(net):
+                net.half()
+
+            teacher = torch.nn.Linear(16, 16).cuda()
+            to_half(teacher)
+            student = torch.nn.Linear(16, 16).cuda()
+            to_half(student)
+            optimizer = torch.optim.SGD(student.parameters(), lr=0.1)
+            for x, y in loader:
+                with torch.no_grad():
+                    target = teacher(x.cuda().half())
+                loss = torch.nn.functional.mse_loss(student(x.cuda().half()).float(), target.float())
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            """,
+            fix_withheld=True,
         ),
     ]
 
@@ -342,7 +373,7 @@ class HalfModelTraining(Rule):
                     + (" + GradScaler" if dtype == "float16" else ""), dtype=dtype, remove_casts=True,
                     enabled=(origin.condition, node) if origin.condition else None)
             func = node.func
-            if is_helper_cast(node):
+            if origin.kind == "helper_cast" and node.args:  # ``to_half(model)``
                 cast = f"`{self.ctx.segment(node.args[0], 40)}` is cast to {dtype} by `{self.ctx.segment(func, 40)}`"
             else:
                 cast = f"`{self.ctx.segment(func.value if isinstance(func, ast.Attribute) else node, 40)}` is cast to {dtype}"

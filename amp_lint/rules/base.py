@@ -37,7 +37,8 @@ class Valid:
 
 @dataclass
 class Invalid:
-    """Code on which the rule must fire ``count`` times; ``expected`` is the text after ``fix``."""
+    """Code on which the rule must fire ``count`` times; ``expected`` is the text after ``fix``
+    (``fix_withheld``: the rule fires but offers no fix here, so ``fix`` leaves the code as it is)."""
 
     code: str
     expected: Optional[str] = None
@@ -45,10 +46,13 @@ class Invalid:
     settings: Dict[str, Any] = field(default_factory=dict)
     unsafe_fixes: bool = True
     filename: str = "example.py"
+    fix_withheld: bool = False
 
     def __post_init__(self) -> None:
         self.code = textwrap.dedent(self.code).lstrip("\n")
-        if self.expected is not None:
+        if self.fix_withheld:
+            self.expected = self.code
+        elif self.expected is not None:
             self.expected = textwrap.dedent(self.expected).lstrip("\n")
 
 

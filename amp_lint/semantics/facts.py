@@ -90,7 +90,7 @@ class Observation:
         state = self.record.state
         if origin is not None and origin.kind != "autocast" or state is None:
             kind = origin.kind if origin is not None else ""
-            what = {"module_cast": f"a module cast to {name}", "from_pretrained": f"a model loaded in {name}",
+            what = {"module_cast": f"a module cast to {name}", "helper_cast": f"a module cast to {name}", "from_pretrained": f"a model loaded in {name}",
                     "apex": "an apex fp16 model", "framework": f"a model cast to {name}",
                     "cast": f"a tensor cast to {name}", "dtype": f"created as {name}",
                     "dtype_choice": f"created as {name}",
@@ -134,7 +134,7 @@ def _origin_of(value: Value) -> Optional[Origin]:
 
 def _origin_message(origin: Origin) -> str:
     what = {
-        "cast": "cast to half", "module_cast": "module cast to half", "autocast_guess": "autocast (dtype unknown)", "autocast": "autocast region", "dtype": "created in half precision",
+        "cast": "cast to half", "module_cast": "module cast to half", "helper_cast": "module cast to half by a function", "autocast_guess": "autocast (dtype unknown)", "autocast": "autocast region", "dtype": "created in half precision",
         "dtype_choice": "half dtype chosen",
         "from_pretrained": "loaded in half precision", "apex": "apex amp", "framework": "mixed precision set here",
         "default_dtype": "default dtype set to half",

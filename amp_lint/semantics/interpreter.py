@@ -747,9 +747,15 @@ class Interpreter:
                 break
             env_in = new_in
         infinite = isinstance(test, ast.Constant) and bool(test.value)
-        # the ``else`` runs only when the loop ends without ``break``: ``for ...: ... break`` then
-        # ``else: raise ValueError("not found")`` leaves the code after it reached by the breaks
-        normal_exit: Optional[Dict[str, Value]] = None if infinite and breaks else env_in
+        after = self._loop_exit(node, frame, None if infinite and breaks else env_in, breaks)
+        frame.env = dict(after if after is not None else env_in)
+        return after is not None or not getattr(node, "orelse", [])
+
+    def _loop_exit(self, node: ast.AST, frame: Frame, normal_exit: Optional[Dict[str, Value]],
+                   breaks: List[Dict[str, Value]]) -> Optional[Dict[str, Value]]:
+        """The environment after a loop (None: not reached). Its ``else`` runs only when the loop ends
+        without ``break``: ``for ...: ... break`` then ``else: raise ValueError("not found")`` leaves
+        the code after it reached by the breaks."""
         orelse = getattr(node, "orelse", [])
         if orelse and normal_exit is not None:
             frame.env = dict(normal_exit)
@@ -757,17 +763,16 @@ class Interpreter:
         after = normal_exit
         for env in breaks:
             after = join_envs(after, env, None)
-        frame.env = dict(after if after is not None else env_in)
-        return after is not None or not orelse
+        return after
 
     def _s_for(self, node: ast.For, frame: Frame) -> bool:
         iterable = self.ev(node.iter, frame)
         elem = self.iterate(iterable, frame)
         owner = _parameter_loop(node)
-        if owner is None and isinstance(iterable, Seq) and 0 < len(iterable.items) <= MAX_UNROLLED_ITEMS \
-                and any(_holds_module(item) for item in iterable.items):
-            return self._unrolled(node, frame, iterable.items, elem)
         if owner is None:
+            if isinstance(iterable, Seq) and 0 < len(iterable.items) <= MAX_UNROLLED_ITEMS \
+                    and any(_holds_module(item) for item in iterable.items):
+                return self._unrolled(node, frame, iterable.items, elem)
             return self._loop(node, frame, lambda: self.bind(node.target, elem, frame), None)
         self.parameter_loops[id(frame)] = owner
         try:
@@ -780,8 +785,8 @@ class Interpreter:
         return alive
 
     def _unrolled(self, node: ast.For, frame: Frame, items: Sequence[Value], elem: Value) -> bool:
-        """A ``for`` over a few known items (``for name in ("proj", "text_projection"):``, the pairs of
-        an nn.ModuleDict's ``items()``): the body runs once per item in order, each run starting from
+        """A ``for`` over a few known items holding modules (``for m in (self.q, self.k):``, the pairs
+        of an nn.ModuleDict's ``items()``): the body runs once per item in order, each run starting from
         where the last ended, so what one item's run does stays that item's. The body then runs once
         more over the joined items from the join of the runs' starts, only for what the rules read of
         it (one record per node): the environment that run leaves is dropped."""
@@ -789,7 +794,7 @@ class Interpreter:
         starts: Optional[Dict[str, Value]] = None
         breaks: List[Dict[str, Value]] = []
         for item in items:
-            assert env is not None
+            assert env is not None  # the loop stops where no path goes on
             starts = join_envs(starts, env, None)
             frame.env = dict(env)
             self.bind(node.target, item, frame)
@@ -803,19 +808,15 @@ class Interpreter:
             env = following
             if env is None:  # every path left the loop (break, return, raise)
                 break
-        frame.env = dict(starts) if starts is not None else dict(frame.env)
+        assert starts is not None  # ``items`` is never empty
+        frame.env = dict(starts)
         self.bind(node.target, elem, frame)
         frame.loops.append(([], []))
         self.exec_block(node.body, frame)
         frame.loops.pop()
-        normal_exit = env
-        if node.orelse and normal_exit is not None:
-            frame.env = dict(normal_exit)
-            normal_exit = frame.env if self.exec_block(node.orelse, frame) else None
-        after = normal_exit
-        for other in breaks:
-            after = join_envs(after, other, None)
-        frame.env = dict(after) if after is not None else frame.env
+        after = self._loop_exit(node, frame, env, breaks)
+        if after is not None:
+            frame.env = dict(after)
         return after is not None
 
     def _s_while(self, node: ast.While, frame: Frame) -> bool:
@@ -1005,9 +1006,9 @@ class Interpreter:
                 self.parameter_casts[id(frame)] = (value, target)
         elif isinstance(target, ast.Subscript):
             container = self.ev(target.value, frame)
-            self.ev(target.slice, frame)
+            index = self.ev(target.slice, frame)
             if isinstance(container, Module) and container.items:
-                self._store_child(container, target, value, frame)
+                self._store_child(container, target, index, value, frame)
             if isinstance(container, DictVal) and isinstance(target.value, ast.Name):
                 name = target.value.id
                 key = _const_key(target.slice)
@@ -1030,15 +1031,13 @@ class Interpreter:
         elif isinstance(target, ast.Starred):
             self.bind(target.value, value, frame)
 
-    def _store_child(self, container: Module, target: ast.Subscript, value: Value, frame: Frame) -> None:
+    def _store_child(self, container: Module, target: ast.Subscript, index: Value, value: Value,
+                     frame: Frame) -> None:
         """``self.blocks[k] = wrap(self.blocks[k])`` into an nn.ModuleDict / ModuleList / Sequential:
         the child under a known key or index is replaced; under a key not known here (a loop over
         its keys) every child may be it, so each is joined with the stored value. The expression
         that names the container (a name or a field) then holds the updated container."""
-        key = _const_key(target.slice)
-        if key is None:
-            index = frame.record.values.get(id(target.slice))
-            key = index.value if isinstance(index, Scalar) else None
+        key = index.value if isinstance(index, Scalar) else None
         items = list(container.items)
         if isinstance(key, str) and key in container.names:
             items[container.names.index(key)] = value
@@ -1770,13 +1769,12 @@ class Interpreter:
         cast holds under the caller's branch (``if precision == "fp16":``), not the helper's own tests."""
         held = {o.origin.key for o in options(before) if isinstance(o, Module) and o.origin is not None} \
             if before is not None else set()
-        here: Optional[Origin] = None
+        here = torch_api.helper_cast_origin(frame, node)
         for option in options(value):
             origin = option.origin if isinstance(option, Module) and option.cast & HALF else None
-            if origin is not None and origin.kind == "module_cast" and origin.key not in held:
-                here = here or torch_api.module_cast_origin(frame, node)
-                if here is not None:
-                    value = with_cast_origin(value, origin, here)
+            if origin is not None and here is not None and origin.kind in ("module_cast", "helper_cast") \
+                    and origin.key not in held:
+                value = with_cast_origin(value, origin, here)
         return value
 
     def _invoke(self, info: FunctionInfo, env: Dict[str, Value], names: List[str], state: State,

@@ -752,6 +752,11 @@ def module_cast_origin(frame: "Frame", node: Optional[ast.AST]) -> Optional[Orig
     return _origin(frame, node, "module_cast")
 
 
+def helper_cast_origin(frame: "Frame", node: Optional[ast.AST]) -> Optional[Origin]:
+    """Where a function of the project was called on a model it casts (``to_fp16(model)``)."""
+    return _origin(frame, node, "helper_cast")
+
+
 def cast_in_place(interp: "Interpreter", frame: "Frame", module: Value, result: Value,
                   target: Optional[ast.AST]) -> None:
     """A model cast in place (``model.half()``, ``model.apply(to_fp16)``, ``layer.weight.data = ...``):
