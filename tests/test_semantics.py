@@ -1612,7 +1612,7 @@ def test_a_list_grown_in_a_loop_yields_what_was_appended(tmp_path: Path) -> None
     predict(sys.argv)
     """
     assert one(tmp_path, code, "# <- cat", "logits") == ["tensor float16"]
-    assert one(tmp_path, code, "# <- iterate", "peak") == ["tensor float16 (or unknown)"]
+    assert one(tmp_path, code, "# <- iterate", "peak") == ["tensor float16 (or unknown), 0-dim"]
 
 
 def test_a_method_called_on_what_may_be_none_continues_with_the_other_options(tmp_path: Path) -> None:
@@ -2023,7 +2023,7 @@ def test_a_converter_of_some_kinds_of_layer_casts_only_those(tmp_path: Path) -> 
     assert set(one(tmp_path, code, "# <- blocks", "self.blocks")) == {
         "module torch.nn.Sequential with float16 parameters in its Conv1d, Linear layers"}
     assert set(one(tmp_path, code, "# <- blocks", "hidden")) == {"tensor float16"}
-    assert set(one(tmp_path, code, "# <- own parameter", "self.temperature")) == {"tensor float32"}
+    assert set(one(tmp_path, code, "# <- own parameter", "self.temperature")) == {"tensor float32, 0-dim"}
     assert one(tmp_path, code, "# <- call", "clf") == [
         "module Classifier with float16 parameters in its Conv1d, Linear layers"]
     assert one(tmp_path, code, "# <- loss", "logits") == ["tensor float16"]
@@ -2035,7 +2035,7 @@ def test_a_converter_of_some_kinds_of_layer_casts_only_those(tmp_path: Path) -> 
     flagged = flagged.replace("import torch\n", "import sys\n    import torch\n", 1)
     assert one(tmp_path, flagged, "# <- call", "clf") == [
         "module Classifier with float16 or float32 parameters in its Conv1d, Linear layers"]
-    assert set(one(tmp_path, flagged, "# <- own parameter", "self.temperature")) == {"tensor float32"}
+    assert set(one(tmp_path, flagged, "# <- own parameter", "self.temperature")) == {"tensor float32, 0-dim"}
 
 
 def test_a_function_picked_by_name_from_many_is_each_of_them(tmp_path: Path) -> None:
@@ -2546,3 +2546,155 @@ def test_explain_names_every_place_a_model_was_cast(tmp_path: Path) -> None:
     contexts = explain_json(tmp_path, "m.py", "# <-", picked)
     dtype = next(v for v in contexts[0]["values"] if v["expression"] == "dtype")
     assert dtype["value"] == "dtype float16 or float32" and dtype["because"] == []  # not "m.py:5: calls `pick`"
+
+
+def test_an_optimizer_over_parameters_joined_from_two_casts_reports_each_cast(tmp_path: Path) -> None:
+    """Parameters filtered out of ``list(model.named_parameters())`` by a comprehension are one joined
+    tensor: where the model is one of two models, each made half at its own place, both casts reach
+    the optimizer and each is reported (AMP101). Before, the joined tensor kept one origin and the
+    other cast went unseen."""
+    code = """
+    import torch
+    from torch import nn
+    def shrink(net):
+        net.half()
+    def make(kind):
+        if kind == "wide":
+            net = nn.Sequential(nn.Linear(8, 32), nn.Linear(32, 8))
+            net = net.to(torch.float16)  # wide
+        else:
+            net = nn.Sequential(nn.Linear(8, 8))
+            shrink(net)  # narrow
+        return net
+    net = make(input())
+    pairs = list(net.named_parameters())
+    weights = [w for name, w in pairs if "bias" not in name and w.requires_grad]
+    opt = torch.optim.SGD([{"params": weights}], lr=0.1)
+    for x in []:
+        net(x).float().sum().backward()
+        opt.step()
+    """
+    codes = _codes(tmp_path, code)
+    assert f"{_line_of(code, '# wide')}: AMP101" in codes
+    assert f"{_line_of(code, '# narrow')}: AMP101" in codes
+
+
+def test_a_model_of_a_class_nobody_knows_cast_under_a_flag_keeps_the_flag(tmp_path: Path) -> None:
+    """``net = registry_lookup(name)()`` (a class nobody knows) then ``if precision == "fp16":
+    to_half(net)``: the cast holds under the test, so a GradScaler made only under another value of
+    the same flag does not meet half gradients (no AMP106), and AMP101 says when. Before, a model of
+    unknown class gave the cast no condition: AMP106 was reported on the scaler of the amp mode."""
+    code = """
+    import importlib
+    import torch
+    def to_half(net):
+        def cast(layer):
+            if isinstance(layer, torch.nn.Linear):
+                layer.weight.data = layer.weight.data.half()
+        net.apply(cast)
+    def make(name, precision):
+        net = getattr(importlib.import_module("zoo"), name)()
+        if precision == "fp16":
+            to_half(net)  # cast
+        return net
+    precision = input()
+    net = make("Tower", precision)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler() if precision == "amp" else None  # scaler
+    for x in []:
+        loss = net(x).float().sum()
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+    """
+    codes = _codes(tmp_path, code)
+    assert f"{_line_of(code, '# cast')}: AMP101" in codes
+    assert not [c for c in codes if c.endswith("AMP106")]
+    (tmp_path / "m.py").write_text(textwrap.dedent(code).lstrip("\n"), encoding="utf-8")
+    text = subprocess.run([sys.executable, "-m", "amp_lint", "check", "--isolated", "--no-cache", "--select",
+                           "AMP101", str(tmp_path / "m.py")], capture_output=True, text=True).stdout
+    assert 'when `precision == "fp16"`' in text
+
+
+def test_a_converter_casts_the_parameters_it_names_besides_its_layers(tmp_path: Path) -> None:
+    """A converter run by ``model.apply`` that casts linear layers and, by name, a module's own
+    parameters (``for key in ("readout", ...): getattr(layer, key)``, then ``.data = ....half()``)
+    leaves those parameters half too: ``h @ self.readout`` is float16 and its softmax is reported.
+    Before, the named parameter stayed float32 and the product was float16 or float32."""
+    code = """
+    import torch
+    from torch import nn
+    import torch.nn.functional as F
+    class Encoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 8)
+            self.readout = nn.Parameter(torch.randn(8, 4))
+        def forward(self, x):
+            h = self.fc(x)
+            return F.softmax(h @ self.readout, dim=-1)  # <-
+    def shrink(net):
+        def visit(layer):
+            if isinstance(layer, nn.Linear):
+                layer.weight.data = layer.weight.data.half()
+            for key in ("readout", "temperature"):
+                value = getattr(layer, key, None)
+                if value is not None:
+                    value.data = value.data.half()
+        net.apply(visit)
+    enc = Encoder()
+    shrink(enc)
+    out = enc(torch.randn(2, 8).half())
+    """
+    assert one(tmp_path, code, "# <-", "h @ self.readout")[0] == "tensor float16"
+    assert f"{_line_of(code, '# <-')}: AMP201" in _codes(tmp_path, code)
+
+
+def test_freezing_a_value_that_may_be_a_model_or_a_tensor_keeps_the_model_frozen(tmp_path: Path) -> None:
+    """``enc.requires_grad_(False)`` where ``enc`` (from a loader nobody sees, cast by ``.to(dtype)``)
+    may be a model or a tensor: the model's option is frozen, and the tensor's option (which leaves
+    the name alone) does not undo it. So the cast on the frozen path is not reported as trained
+    (AMP101), whether the optimizer takes ``enc.parameters()`` or a list of them. Before, the name
+    was rebound to the model's change joined with the value before it, and the freeze was lost."""
+    code = """
+    import torch
+    from loaders import load_encoder, opts
+    enc = load_encoder()
+    if opts.tune:
+        enc.to(torch.float16)  # tuned
+        enc.requires_grad_(opts.tune_all)
+    else:
+        enc.to(torch.float16)  # frozen
+        enc.requires_grad_(False)
+    opt = torch.optim.AdamW(enc.parameters(), lr=1e-4)
+    opt2 = torch.optim.AdamW(list(enc.parameters()), lr=1e-4)
+    """
+    codes = _codes(tmp_path, code)
+    assert f"{_line_of(code, '# tuned')}: AMP101" in codes
+    assert f"{_line_of(code, '# frozen')}: AMP101" not in codes
+
+
+def test_a_zero_dim_parameter_yields_to_half_features_in_promotion(tmp_path: Path) -> None:
+    """``nn.Parameter(torch.ones([]) * np.log(10.0))`` is a 0-dim float32 tensor (``np.log`` of a
+    number is a number): multiplying float16 features by it keeps them float16, as torch's type
+    promotion does, so the cross-entropy on those logits runs in float16 (AMP202). Before, the
+    parameter lost its 0-dim mark (and ``np.log(...)`` was unknown): the logits were float32."""
+    code = """
+    import numpy as np
+    import torch
+    from torch import nn
+    import torch.nn.functional as F
+    class Head(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.temp = nn.Parameter(torch.ones([]) * np.log(10.0))
+        def forward(self, a, b):
+            logits = self.temp.exp() * a @ b.t()
+            return F.cross_entropy(logits, torch.arange(a.shape[0]))  # <-
+    head = Head()
+    features = torch.randn(4, 8).half()
+    loss = head(features, features.flip(0))
+    """
+    assert one(tmp_path, code, "# <-", "logits") == ["tensor float16"]
+    assert f"{_line_of(code, '# <-')}: AMP202" in _codes(tmp_path, code)

@@ -101,7 +101,7 @@ class Observation:
 
     def origin_evidence(self, value: Optional[Value] = None) -> List[Evidence]:
         """Where the half dtype of ``value`` (or the autocast region) comes from: its origin, then the
-        other places a module it may be was cast (``Module.also``)."""
+        other places a module or tensor it may be was made half (``Module.also``, ``Tensor.also``)."""
         steps: List[Evidence] = []
         origin = _origin_of(value) if value is not None else None
         if origin is None and self.record.state is not None:
@@ -110,7 +110,7 @@ class Observation:
             steps.append(Evidence(origin.path, origin.line, _origin_message(origin)))
             seen = {origin.key}
             for option in options(value) if value is not None else ():
-                for other in option.also if isinstance(option, Module) else ():
+                for other in option.also if isinstance(option, (Module, Tensor)) else ():
                     if other.key not in seen:
                         seen.add(other.key)
                         steps.append(Evidence(other.path, other.line, "also " + _origin_message(other)))
@@ -232,12 +232,17 @@ def describe(value: Value) -> str:
             text = f"tensor {dtype_label(option.dtypes)}" if option.dtypes else "tensor of unknown dtype"
             if option.unknown and option.dtypes:
                 text += " (or unknown)"
+            if option.zero_dim:
+                text += ", 0-dim"
             parts.append(text)
         elif isinstance(option, Module):
             cls = option.cls
             name = getattr(getattr(cls, "info", None), "qualname", None) or getattr(cls, "name", None) or "a model"
             cast = dtype_label(option.cast) if option.cast and not option.cast_unknown else "unknown dtype"
-            where = f" in its {', '.join(sorted(option.kinds))} layers" if option.kinds else ""
+            layers = sorted(k for k in option.kinds if not k.startswith("."))
+            named = sorted(k[1:] for k in option.kinds if k.startswith("."))
+            where = f" in its {', '.join(layers)} layers" if layers else ""
+            where += f" and the parameters it names ({', '.join(named)})" if named else ""
             parts.append(f"module {name} with {cast} parameters{where}")
         elif isinstance(option, DType):
             parts.append(f"dtype {dtype_label(option.dtypes)}")

@@ -661,7 +661,7 @@ class Interpreter:
             frame.env = env_else
             return False
         frame.env = join_envs(env_then if alive_then else None, env_else if alive_else else None,
-                              lambda: self._condition_texts(node.test, frame.module))
+                              lambda: self._condition_texts(node.test, frame.module), before)
         return True
 
     def _excluded_by(self, test: ast.AST, negated: bool = False) -> List[str]:
@@ -1489,7 +1489,7 @@ class Interpreter:
         if isinstance(cls, ClassVal):
             value = self.field_of(cls.info, name)
             if value is not None:
-                return adopt(value, module)
+                return adopt(value, module, name)
             found = self.class_lookup(cls.info, name)
             if isinstance(found, FunctionInfo):
                 if getattr(found, "is_property", False):
@@ -1574,17 +1574,30 @@ class Interpreter:
         target = func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
             and len(choices) > 1 else None
         before = frame.env.get(target) if target is not None else None
-        after: Optional[Value] = None
+        lefts: List[Value] = []
+        rebound = False
         for option in choices:
             if before is not None:
                 frame.env[target] = before  # type: ignore[index]
             out = join(out, self.call(option, args, kwargs, frame, node))
             if before is not None:
                 # a method that changes its receiver in place (``model.half()`` on one of several
-                # models): the name holds whatever each option left, not the last option's result
-                after = join(after, frame.env.get(target, before))  # type: ignore[arg-type]
-        if before is not None and after is not None:
-            frame.env[target] = after  # type: ignore[index]
+                # models): the name holds whatever each option left, not the last option's result;
+                # an option that left it alone keeps its own receiver (``te.requires_grad_(False)``
+                # on a model or a tensor: the model's change is not undone by the tensor's option)
+                left = frame.env.get(target, before)
+                if left is before:
+                    own = option.recv if isinstance(option, Method) else (
+                        option.bound if isinstance(option, FuncVal) else None)
+                    left = own if own is not None and own in options(before) else before
+                else:
+                    rebound = True
+                lefts.append(left)
+        if before is not None:
+            after: Optional[Value] = None
+            for left in lefts if rebound else ():
+                after = join(after, left)
+            frame.env[target] = after if after is not None else before  # type: ignore[index]
         if any(isinstance(option, (FuncVal, ClassVal, Instance, Module)) for option in choices):
             _open_passed_dicts(node, frame)  # user code may store keys into a dict it was handed
         return out if out is not None else UNKNOWN
@@ -2392,8 +2405,9 @@ def _class_info(value: Value) -> Optional[ClassInfo]:
     return None
 
 
-def adopt(value: Value, owner: Module) -> Value:
-    """A field of ``owner`` as read through it: submodules and parameters follow the owner's cast."""
+def adopt(value: Value, owner: Module, name: str = "") -> Value:
+    """A field of ``owner`` as read through it: submodules and parameters follow the owner's cast
+    (``name``: the field's; a converter that cast only some layers reached the parameters it names)."""
     if owner.cast == F32 and not owner.cast_unknown:
         return value
     out: Optional[Value] = None
@@ -2402,9 +2416,10 @@ def adopt(value: Value, owner: Module) -> Value:
             adopted: Value = option.cast_to(owner.cast, owner.origin, owner.kinds)
             if owner.cast_unknown and adopted is not option:
                 adopted = adopted.with_unknown()  # type: ignore[union-attr]
-        elif isinstance(option, Tensor) and option.param and not owner.kinds:
+        elif isinstance(option, Tensor) and option.param and (not owner.kinds or "." + name in owner.kinds):
             dtypes = owner.cast if option.dtypes & FLOATS else option.dtypes
-            adopted = Tensor(dtypes, owner.cast_unknown, owner.origin if owner.cast & HALF else None, param=True)
+            adopted = Tensor(dtypes, owner.cast_unknown, owner.origin if owner.cast & HALF else None, param=True,
+                             zero_dim=option.zero_dim)
         elif isinstance(option, Coll):
             adopted = Coll(adopt(option.elem, owner), tuple(adopt(i, owner) for i in option.prefix))
         elif isinstance(option, Seq):
@@ -2421,11 +2436,16 @@ def _use_key(module: Module, origin: Origin) -> Tuple:
     return origin.key, (id(cls.info) if isinstance(cls, ClassVal) else getattr(cls, "name", None))
 
 
+#: the kinds of value whose equal members may still name different half casts (evidence)
+_NAMING_CASTS = (Module, Union, Tensor)
+
+
 def join_envs(a: Optional[Dict[str, Value]], b: Optional[Dict[str, Value]],
-              condition: Optional[Callable[[], Tuple[str, str]]]) -> Optional[Dict[str, Value]]:
+              condition: Optional[Callable[[], Tuple[str, str]]],
+              before: Optional[Dict[str, Value]] = None) -> Optional[Dict[str, Value]]:
     """Join two environments. With ``condition`` (the test's text and its negation, ``a`` being the
     environment where the test held), a value half on one side only gets the side's condition as
-    evidence."""
+    evidence (``before``: the environment before the test)."""
     if a is None:
         return dict(b) if b is not None else None
     if b is None:
@@ -2436,11 +2456,12 @@ def join_envs(a: Optional[Dict[str, Value]], b: Optional[Dict[str, Value]],
         va, vb = a.get(key), b.get(key)
         if va is vb or (va is not None and vb is not None and va == vb):
             # equal values may still name different casts (a model made half on either branch)
-            out[key] = join(va, vb) if type(va) is Module or type(va) is Union else (
+            out[key] = join(va, vb) if type(va) in _NAMING_CASTS else (
                 va if va is not None else vb)  # type: ignore[assignment]
             continue
         joined = join(va, vb)
-        side = _half_side(va, vb) if condition is not None and va is not None and vb is not None else 0
+        side = _half_side(va, vb, before.get(key) if before is not None else None) \
+            if condition is not None and va is not None and vb is not None else 0
         if side:
             if texts is None:
                 texts = condition()  # type: ignore[misc]
@@ -2457,9 +2478,10 @@ def _dtype_with_origin(value: Value, frame: Frame, node: ast.AST) -> Value:
     return value
 
 
-def _half_side(a: Value, b: Value) -> int:
+def _half_side(a: Value, b: Value, before: Optional[Value] = None) -> int:
     """1 when only ``a`` is half and ``b`` is the same kind of value wider (``model.half()`` on one
-    path only: the branch condition is the precision's), 2 the other way round, else 0."""
+    path only: the branch condition is the precision's), 2 the other way round, else 0. ``before``:
+    the value before the test, where there is one."""
     def dtypes(v: Value) -> Tuple[int, int]:
         half = wide = 0
         for o in options(v):
@@ -2477,11 +2499,20 @@ def _half_side(a: Value, b: Value) -> int:
     def dtype_choice(v: Value) -> bool:
         return any(isinstance(o, DType) for o in options(v))
 
+    def unknown_model(v: Value, half_side: Value) -> bool:
+        # a model of a class nobody knows, cast to half on one path only (``net = cls()``, then
+        # ``if precision == "fp16": to_fp16(net)``): the cast holds under the test all the same.
+        # Not where the model was half before the test and the other path lost track of it
+        # (``if cpu: model = ipex.optimize(model)``): that cast does not depend on the test
+        return before is not None and not dtypes(before)[0] \
+            and any(isinstance(o, Module) for o in options(half_side)) and all(
+                o is UNKNOWN or isinstance(o, Module) and not o.cast & HALF for o in options(v))
+
     half_a, wide_a = dtypes(a)
     half_b, wide_b = dtypes(b)
-    if half_a and not half_b and (wide_b or dtype_choice(a) and unspecified(b)):
+    if half_a and not half_b and (wide_b or dtype_choice(a) and unspecified(b) or unknown_model(b, a)):
         return 1
-    if half_b and not half_a and (wide_a or dtype_choice(b) and unspecified(a)):
+    if half_b and not half_a and (wide_a or dtype_choice(b) and unspecified(a) or unknown_model(a, b)):
         return 2
     # a loss computed under autocast on one path only (``if use_amp: with autocast(): loss = ...``)
     graph_a, graph_b = half_graph(a), half_graph(b)

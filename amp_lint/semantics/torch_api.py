@@ -713,11 +713,34 @@ def _apply_to_layers(interp: "Interpreter", frame: "Frame", module: Module, fn: 
             interp.probing_layers = False
         if not kinds:
             return module
+        kinds |= _named_attributes(fn)
     elif not half:
         return module
     result = module.cast_to(half, module_cast_origin(frame, node), kinds)
     cast_in_place(interp, frame, module, result, _receiver(node))
     return result
+
+
+def _named_attributes(fn: Value) -> FrozenSet[str]:
+    """The attributes a layer converter reaches by name (``for name in ["text_projection", "proj"]:
+    attr = getattr(layer, name)``, then cast): the identifiers among its string literals, where it
+    calls ``getattr`` with a name it does not spell out. Each is kept as ``"." + name`` in
+    :attr:`Module.kinds`: a module's own parameter of that name is cast with its layers."""
+    names: Set[str] = set()
+    for option in options(fn):
+        if not isinstance(option, FuncVal):
+            continue
+        body = option.info.node
+        dynamic = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "getattr"
+                      and len(n.args) >= 2 and not isinstance(n.args[1], ast.Constant) for n in ast.walk(body))
+        if dynamic:
+            # pieces of f-strings, and the parts an f-string is built from (``f"{s}_proj_weight" for s in "qkv"``)
+            pieces = {id(v) for n in ast.walk(body) if isinstance(n, ast.JoinedStr) for v in n.values}
+            pieces.update(id(c) for n in ast.walk(body) if isinstance(n, (ast.ListComp, ast.GeneratorExp, ast.SetComp))
+                          and isinstance(n.elt, ast.JoinedStr) for g in n.generators for c in ast.walk(g.iter))
+            names.update(n.value for n in ast.walk(body) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                         and n.value.isidentifier() and id(n) not in pieces)  # not a piece of an f-string
+    return frozenset("." + name for name in names)
 
 
 def _casts_to_half(interp: "Interpreter", frame: "Frame", fn: Value, layer: Module,
@@ -1044,7 +1067,7 @@ def call_ext(interp: "Interpreter", frame: "Frame", qualified: str, args: List[V
                      "torch.nn.parameter.Buffer", "torch.nn.UninitializedParameter"):
         inner = positional[0] if positional else kwargs.get("data", UNKNOWN)
         if isinstance(inner, Tensor):
-            return Tensor(inner.dtypes, inner.unknown, inner.origin, param=True)
+            return Tensor(inner.dtypes, inner.unknown, inner.origin, param=True, zero_dim=inner.zero_dim)
         return Tensor(F32 if not positional else 0, bool(positional), param=True)
     if qualified.startswith("torch.nn.") and short[:1].isupper() and ".functional" not in qualified \
             and ".utils" not in qualified and ".init" not in qualified:
@@ -1073,6 +1096,9 @@ def call_ext(interp: "Interpreter", frame: "Frame", qualified: str, args: List[V
         return kwargs.get("default", UNKNOWN)
     if qualified.startswith("math.") and positional:
         return _math(short, positional)
+    if qualified.startswith("numpy.") and positional and short in _NUMPY_SCALAR_MATH \
+            and all(isinstance(p, Scalar) and p.number is not None for p in positional):
+        return _math(short, positional)  # ``np.log(1 / 0.07)``: a number, as Python's own
     if qualified.startswith("torch."):
         return torch_function(interp, frame, qualified, short, positional, kwargs, node)
     if short[:1].isupper() and short not in ("Path",):
@@ -1179,6 +1205,11 @@ def _infer_data(value: Value) -> Value:
     if isinstance(value, (Seq, Coll)):
         return _infer_data(element(value))
     return Tensor(0, True)
+
+
+#: numpy functions that, on Python numbers, give a number as :mod:`math`'s function of the same name
+#: (a numpy float64, which torch promotes as a Python float)
+_NUMPY_SCALAR_MATH = frozenset(("log", "log2", "log10", "log1p", "exp", "expm1", "sqrt", "sin", "cos", "tan"))
 
 
 def _math(short: str, positional: List[Value]) -> Value:
@@ -1945,6 +1976,8 @@ def _param_facts(value: Value) -> Tuple[int, bool, List[Tuple[Origin, bool]]]:
         unknown = unknown or t.unknown
         if t.origin is not None:
             add(t.origin, bool(t.dtypes & HALF))
+        for other in t.also:  # the other models' casts joined into it (each reported)
+            add(other, bool(t.dtypes & HALF))
 
     for leaf in _param_leaves(value):
         if _is_parameters(leaf):

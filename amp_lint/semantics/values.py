@@ -151,6 +151,9 @@ class Tensor(Value):
     #: computed where autograd recorded nothing (``torch.no_grad()``, ``inference_mode()``): no
     #: gradient flows back through it, whatever its dtype
     detached: bool = False
+    #: the other places a half tensor joined into this one was made half (evidence only, like
+    #: ``origin``): the parameters of two models cast at two sites, listed by one optimizer
+    also: Tuple[Origin, ...] = ()
 
     def __eq__(self, other: object) -> bool:
         return (type(other) is Tensor and self.dtypes == other.dtypes and self.unknown == other.unknown  # type: ignore[attr-defined]
@@ -504,6 +507,8 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
     if a == b:  # equal as values; the casts they name may differ
         if type(a) is Module:
             return _join_same(a, b) if _cast_keys(b) - _cast_keys(a) else a  # type: ignore[arg-type]
+        if type(a) is Tensor:
+            return _join_same(a, b) if _half_origin_keys(b) - _half_origin_keys(a) else a  # type: ignore[arg-type]
         if type(a) is Union and _cast_keys(b) - _cast_keys(a):
             return _union(options(a) + options(b), a.wide or b.wide)  # type: ignore[union-attr]
         return a
@@ -525,6 +530,13 @@ def _casts(module: "Module") -> Tuple[Origin, ...]:
     return ((module.origin,) if module.cast & HALF and module.origin is not None else ()) + module.also
 
 
+def _half_origin_keys(tensor: "Tensor") -> Set[Tuple[str, int, int, int, int]]:
+    """The places a half tensor was made half (its origin and the others joined into it)."""
+    if not tensor.half or tensor.origin is None:
+        return set()
+    return {tensor.origin.key, *(o.key for o in tensor.also)} if tensor.also else {tensor.origin.key}
+
+
 def _cast_keys(value: Value) -> Set[Tuple[str, int, int, int, int]]:
     """The places of the half casts of the modules ``value`` may be."""
     return {o.key for m in options(value) if type(m) is Module for o in _casts(m)}  # type: ignore[arg-type]
@@ -536,6 +548,20 @@ def _other_casts(a: "Module", b: "Module", kept: Optional[Origin]) -> Tuple[Orig
     seen = {kept.key} if kept is not None else set()
     for module in (a, b):
         for origin in _casts(module):
+            if origin.key not in seen:
+                seen.add(origin.key)
+                out.append(origin)
+    return tuple(out)
+
+
+def _other_half_origins(a: "Tensor", b: "Tensor", kept: Optional[Origin]) -> Tuple[Origin, ...]:
+    """Where the half tensors ``a`` and ``b`` were made half besides ``kept``, each once."""
+    out: List[Origin] = []
+    seen = {kept.key} if kept is not None else set()
+    for tensor in (a, b):
+        if not tensor.half:
+            continue
+        for origin in ((tensor.origin,) if tensor.origin is not None else ()) + tensor.also:
             if origin.key not in seen:
                 seen.add(origin.key)
                 out.append(origin)
@@ -621,8 +647,12 @@ def _join_same(a: Value, b: Value) -> Optional[Value]:
     if isinstance(a, Tensor):
         assert isinstance(b, Tensor)
         origin = a.origin if (a.origin is not None and (a.half or a.graph & HALF)) or b.origin is None else b.origin
+        also = _other_half_origins(a, b, origin) if a.also or b.also or (
+            a.half and b.half and a.origin is not None and b.origin is not None and a.origin.key != b.origin.key) \
+            else ()
         return Tensor(a.dtypes | b.dtypes, a.unknown or b.unknown, origin, a.scaled and b.scaled, a.param or b.param,
-                      a.graph | b.graph, a.learned or b.learned, a.zero_dim and b.zero_dim, a.detached and b.detached)
+                      a.graph | b.graph, a.learned or b.learned, a.zero_dim and b.zero_dim, a.detached and b.detached,
+                      also)
     if isinstance(a, Scalar):
         assert isinstance(b, Scalar)
         if a.kind != b.kind:
