@@ -2698,3 +2698,61 @@ def test_a_zero_dim_parameter_yields_to_half_features_in_promotion(tmp_path: Pat
     """
     assert one(tmp_path, code, "# <-", "logits") == ["tensor float16"]
     assert f"{_line_of(code, '# <-')}: AMP202" in _codes(tmp_path, code)
+
+
+def test_map_calls_its_function_on_each_item(tmp_path: Path) -> None:
+    """``q, k, v = map(lambda t: rearrange(t, ...), (q, k, v))`` calls the lambda on each item, so
+    each keeps its own dtype and the float16 attention's softmax is reported; ``map(torch.sigmoid,
+    (x, y))`` likewise, and ``filter`` keeps the iterable's elements. Before, ``map`` and ``filter``
+    returned unknown values: the attention was unknown and nothing was reported."""
+    code = """
+    import torch
+    from einops import rearrange
+    def attend(q, k, v, heads):
+        q, k, v = map(lambda t: rearrange(t, "b n (h d) -> b h n d", h=heads), (q, k, v))
+        sim = torch.einsum("b h i d, b h j d -> b h i j", q, k)
+        attn = sim.softmax(dim=-1)  # <- softmax
+        return torch.einsum("b h i j, b h j d -> b h i d", attn, v)
+    x = torch.randn(2, 4, 16).half()
+    y = torch.randn(2, 4, 16)
+    out = attend(x, x, y, 4)
+    a, b = map(torch.sigmoid, (x, y))  # <- map
+    kept = list(filter(lambda t: t.requires_grad, [y, y.double()]))
+    first = kept[0]  # <- kept
+    """
+    assert f"{_line_of(code, '# <- softmax')}: AMP201" in _codes(tmp_path, code)
+    assert one(tmp_path, code, "# <- map", "a") == ["tensor float16"]
+    assert one(tmp_path, code, "# <- map", "b") == ["tensor float32"]
+    assert one(tmp_path, code, "# <- kept", "first") == ["tensor float32 or float64"]
+
+
+def test_a_field_cast_under_a_flag_is_not_half_where_the_flag_is_false(tmp_path: Path) -> None:
+    """``if args.fp16: self.model = model.half()`` in ``__init__``: the field holds a cast made under
+    the test, so where a method later tests the same flag through ``self.args.fp16`` and goes on only
+    when it is false (``if self.args.fp16: return ...``), the model it reads is not half and the
+    optimizer built there is no AMP101. An optimizer built whatever the flag still is, with the
+    condition. Before, a field stored in a branch carried no condition and ``self.args.fp16`` was
+    another flag than ``args.fp16``."""
+    code = """
+    import torch
+    from setup import parse_args
+    class Trainer:
+        def __init__(self, args, model):
+            self.args = args
+            if args.fp16:
+                self.model = model.half()  # cast
+            else:
+                self.model = model
+        def build(self):
+            if self.args.fp16:
+                return None
+            return torch.optim.SGD(self.model.parameters(), lr=0.1)
+    trainer = Trainer(parse_args(), torch.nn.Linear(8, 8))
+    opt = trainer.build()
+    """
+    assert not [c for c in _codes(tmp_path, code) if c.endswith("AMP101")]
+    both = code + "other = torch.optim.SGD(trainer.model.parameters(), lr=0.1)\n"
+    (tmp_path / "m.py").write_text(textwrap.dedent(both).lstrip("\n"), encoding="utf-8")
+    text = subprocess.run([sys.executable, "-m", "amp_lint", "check", "--isolated", "--no-cache", "--select",
+                           "AMP101", str(tmp_path / "m.py")], capture_output=True, text=True).stdout
+    assert f"m.py:{_line_of(code, '# cast')}:" in text and "(when `args.fp16`)" in text

@@ -220,3 +220,34 @@ def mask_literal(expr: ast.AST) -> Optional[ast.AST]:
                     and not isinstance(inner.value, bool):
                 return side
     return None
+
+
+def reaching_value(scope: Optional[Tuple[ast.AST, int]], name: str) -> Optional[ast.AST]:
+    """The value of the last binding of ``name`` before the line in ``scope`` (function, line),
+    when that binding is a plain ``name = value`` (None: a parameter, unpacking, ``+=``, a loop
+    or ``with`` target, or no binding)."""
+    binding = last_binding(scope, name)
+    if isinstance(binding, ast.Assign) and len(binding.targets) == 1 and isinstance(binding.targets[0], ast.Name):
+        return binding.value
+    return None
+
+
+def last_binding(scope: Optional[Tuple[ast.AST, int]], name: str) -> Optional[ast.AST]:
+    """The statement that last binds ``name`` before the line in ``scope`` (function, line): an
+    assignment, ``+=``, a loop or ``with`` target (None: a parameter, or no binding)."""
+    if scope is None:
+        return None
+    function, line = scope
+    last: Optional[Tuple[int, ast.AST]] = None
+
+    def binds(target: Optional[ast.AST]) -> bool:
+        return target is not None and any(isinstance(t, ast.Name) and t.id == name for t in ast.walk(target))
+
+    for node in ast.walk(function):
+        bound = isinstance(node, ast.Assign) and any(binds(t) for t in node.targets) \
+            or isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.NamedExpr)) \
+            and binds(node.target) \
+            or isinstance(node, ast.With) and any(binds(item.optional_vars) for item in node.items)
+        if bound and node.lineno < line and (last is None or node.lineno >= last[0]):  # type: ignore[attr-defined]
+            last = (node.lineno, node)  # type: ignore[attr-defined]
+    return last[1] if last is not None else None

@@ -11,7 +11,7 @@ from amp_lint.engine import codegen
 from amp_lint.engine.fixes import CstFix
 from amp_lint.engine.fixing import FixContext, FixPlan
 from amp_lint.findings import Applicability, Severity
-from amp_lint.rules._numerics import PROJECT_TOKENS, callee_name, half_of, is_simple, tensor_receiver
+from amp_lint.rules._numerics import PROJECT_TOKENS, callee_name, half_of, is_simple, reaching_value, tensor_receiver
 from amp_lint.rules.base import Hazard, Invalid, Rule, Valid, find_arg
 from amp_lint.semantics.facts import Observation
 from amp_lint.semantics.values import F16
@@ -75,7 +75,7 @@ def _over_one_dim(node: ast.Call, form: str) -> bool:
     return len(node.args) > index and not any(isinstance(a, ast.Starred) for a in node.args[:index + 1])
 
 
-def _is_exp(expr: ast.AST) -> bool:
+def _is_exp(expr: Optional[ast.AST]) -> bool:
     return isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in ("exp", "exp2")
 
 
@@ -98,7 +98,8 @@ class NormOrReductionInFp16(Rule):
     in a module cast wholesale to half or on tensors cast to half, and under autocast where
     autocast leaves the op in fp16 (`var` and means of squares on CUDA; all of them on CPU). A sum
     that only seeds `.backward()` (`y.sum().backward()`) is not reported: its gradient does not
-    depend on its value. The native `nn.LayerNorm`/`F.layer_norm`/`group_norm`/
+    depend on its value; nor is the sum of a hand-written softmax's exponentials (`e = torch.exp(s
+    - s.amax(-1, keepdim=True))`, then `e.sum(-1)`): AMP204 judges whether the exp overflows. The native `nn.LayerNorm`/`F.layer_norm`/`group_norm`/
     `rms_norm` are not reported: their kernels keep statistics and eps in float32. A plain `mean`
     is not reported either: its kernels accumulate in float32 and the result cannot exceed the
     largest input (`torch.ones(100000).half().mean()` is 1.0 while `.sum()` is `inf`), nor a plain
@@ -197,6 +198,15 @@ class NormOrReductionInFp16(Rule):
             def forward(self, x):
                 return self.ln(x)
         block = Block().half()
+        """),
+        # the sum of a hand-written softmax's exponentials, through a name: AMP204 judges the exp
+        Valid("""
+        import torch
+        def attend(q, k):
+            scores = q.half() @ k.half().transpose(-1, -2)
+            weights = torch.exp(scores - scores.amax(dim=-1, keepdim=True))
+            return weights / weights.sum(dim=-1, keepdim=True)
+        attend(torch.randn(4, 8), torch.randn(4, 8))
         """),
         Valid("""
         import torch
@@ -324,6 +334,11 @@ class NormOrReductionInFp16(Rule):
         ),
     ]
 
+    def _scope(self, node: ast.AST) -> Optional[Tuple[ast.AST, int]]:
+        """The enclosing function and the line of ``node`` (for what a local name holds there)."""
+        enclosing = self.ctx.enclosing(ast.FunctionDef, ast.AsyncFunctionDef)
+        return (enclosing, node.lineno) if enclosing is not None else None  # type: ignore[attr-defined]
+
     def visit_Call(self, node: ast.Call) -> None:
         callee = self.ctx.callee(node)
         method = isinstance(node.func, ast.Attribute) and node.func.attr in opdata.REDUCTIONS
@@ -343,8 +358,9 @@ class NormOrReductionInFp16(Rule):
                 return  # accumulates in fp32 and cannot (much) exceed its largest input
             if op in _FP32_NORMS and squared is None and _over_one_dim(node, form):
                 return  # a row norm: accumulates in fp32, inf only for a norm above 65504
-            if op == "sum" and _is_exp(source):
-                return  # hand-written softmax: AMP204 reports the exp
+            if op == "sum" and (_is_exp(source) or isinstance(source, ast.Name) and _is_exp(
+                    reaching_value(self._scope(node), source.id))):
+                return  # hand-written softmax (also through a name): AMP204 reports the exp
             tensor = half_of(obs, source)
             if tensor is None or not tensor.dtypes & F16 or (obs.cuda_autocast and op in _CUDA_FP32):
                 continue  # bfloat16 cannot overflow here

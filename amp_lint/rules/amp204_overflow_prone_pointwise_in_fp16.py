@@ -10,7 +10,9 @@ from amp_lint.engine import codegen
 from amp_lint.engine.fixes import CstFix
 from amp_lint.engine.fixing import FixContext, FixPlan
 from amp_lint.findings import Applicability, Severity
-from amp_lint.rules._numerics import PROJECT_TOKENS, callee_name, half_of, number, tensor_receiver
+from amp_lint.rules._numerics import (
+    PROJECT_TOKENS, callee_name, half_of, last_binding, number, reaching_value, tensor_receiver,
+)
 from amp_lint.rules.base import Hazard, Invalid, Rule, Valid
 from amp_lint.semantics.facts import Observation
 from amp_lint.semantics.values import F16
@@ -51,8 +53,8 @@ class OverflowPronePointwiseInFp16(Rule):
     through any arithmetic): that is the evidence that its values can be large. Values no layer
     produced (noise levels, timesteps, random draws) and the outputs of bounded ops (sigmoid, tanh,
     softmax, sin/cos/arcsin, normalize) are not reported. Nor are operands the code bounds itself:
-    a max-subtracted `exp(x - x.max())` or `exp(x - torch.logsumexp(x, -1))` (directly or through a
-    local name), the exp of log-probabilities (`F.log_softmax(x, -1).exp()`, at most 1), a clamped
+    a max-subtracted `exp(x - x.max())` or `exp(x - torch.logsumexp(x, -1))` (directly, through a
+    local name, or subtracted in place: `x -= x.amax(-1, keepdim=True)`), the exp of log-probabilities (`F.log_softmax(x, -1).exp()`, at most 1), a clamped
     value whose bound keeps the result finite (`exp(0.5 * logvar.clamp(-30, 20))` is at most e^10),
     and a square that feeds a reduction (AMP203 reports that one).
 
@@ -108,6 +110,16 @@ class OverflowPronePointwiseInFp16(Rule):
             log_var = head(h).clamp(-20.0, 10.0)
             return torch.exp(0.5 * log_var)
         sample(torch.randn(4, 32).half())
+        """),
+        # exp of scores after subtracting their row maximum in place
+        Valid("""
+        import torch
+        def attend(q, k):
+            scores = q.half() @ k.half().transpose(-1, -2)
+            scores -= scores.amax(dim=-1, keepdim=True)
+            weights = torch.exp(scores)
+            return weights / weights.sum(dim=-1, keepdim=True)
+        attend(torch.randn(4, 8), torch.randn(4, 8))
         """),
         # exp of scores minus their own logsumexp, through a local name
         Valid("""
@@ -288,48 +300,31 @@ def _max_subtracted(expr: ast.AST, scope: Optional[Tuple[ast.AST, int]]) -> bool
     if isinstance(expr, ast.Call):
         return _call_name(expr) in _NONPOSITIVE
     if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Sub):
-        for node in ast.walk(expr.right):
-            if isinstance(node, ast.Attribute) and node.attr in _MAXIMA:
+        return _names_a_maximum(expr.right, scope)
+    if isinstance(expr, ast.Name):  # ``x -= x.amax(-1, keepdim=True)`` just before ``exp(x)``
+        binding = last_binding(scope, expr.id)
+        return isinstance(binding, ast.AugAssign) and isinstance(binding.op, ast.Sub) \
+            and _names_a_maximum(binding.value, scope)
+    return False
+
+
+def _names_a_maximum(expr: ast.AST, scope: Optional[Tuple[ast.AST, int]]) -> bool:
+    """Whether ``expr`` is (or holds) a maximum or a logsumexp: ``x.max(...)``, ``row_max``, ``lse``."""
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Attribute) and node.attr in _MAXIMA:
+            return True
+        if isinstance(node, ast.Name):
+            if "max" in node.id.lower() or "lse" in node.id.lower():
                 return True
-            if isinstance(node, ast.Name):
-                if "max" in node.id.lower() or "lse" in node.id.lower():
-                    return True
-                value = _reaching_value(scope, node.id)
-                if isinstance(value, ast.Call) and _call_name(value) in _MAXIMA:
-                    return True
+            value = reaching_value(scope, node.id)
+            if isinstance(value, ast.Call) and _call_name(value) in _MAXIMA:
+                return True
     return False
 
 
 def _call_name(call: ast.Call) -> str:
     func = call.func
     return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-
-
-def _reaching_value(scope: Optional[Tuple[ast.AST, int]], name: str) -> Optional[ast.AST]:
-    """The value of the last binding of ``name`` before the line in ``scope`` (function, line),
-    when that binding is a plain ``name = value`` (None: a parameter, unpacking, ``+=``, a loop
-    or ``with`` target, or no binding)."""
-    if scope is None:
-        return None
-    function, line = scope
-    last: Optional[Tuple[int, Optional[ast.AST]]] = None
-
-    def binds(target: Optional[ast.AST]) -> bool:
-        return target is not None and any(isinstance(t, ast.Name) and t.id == name for t in ast.walk(target))
-
-    for node in ast.walk(function):
-        found: Optional[Tuple[int, Optional[ast.AST]]] = None
-        if isinstance(node, ast.Assign) and any(binds(t) for t in node.targets):
-            plain = len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-            found = (node.lineno, node.value if plain else None)
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.NamedExpr)) \
-                and binds(node.target):
-            found = (node.lineno, None)
-        elif isinstance(node, ast.With) and any(binds(item.optional_vars) for item in node.items):
-            found = (node.lineno, None)
-        if found is not None and found[0] < line and (last is None or found[0] >= last[0]):
-            last = found
-    return last[1] if last is not None else None
 
 
 _CLAMPS = frozenset({"clamp", "clip", "clamp_", "clip_"})
@@ -342,7 +337,7 @@ def _bound(obs: Observation, expr: ast.AST, scope: Optional[Tuple[ast.AST, int]]
     if depth > 4:
         return None
     if isinstance(expr, ast.Name):
-        value = _reaching_value(scope, expr.id)
+        value = reaching_value(scope, expr.id)
         return _bound(obs, value, scope, magnitude, depth + 1) if value is not None else None
     if isinstance(expr, ast.Call) and _call_name(expr) in _CLAMPS:
         func = expr.func

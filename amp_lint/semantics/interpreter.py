@@ -127,7 +127,8 @@ class Frame:
     """The state of one running scope."""
 
     __slots__ = ("module", "info", "env", "record", "state", "stack", "returns", "mutated", "assigned", "loops",
-                 "cls", "autocast_origin", "context_free", "yields", "statement", "closure", "no_grad", "returned")
+                 "cls", "autocast_origin", "context_free", "yields", "statement", "closure", "no_grad", "returned",
+                 "refuted", "branches")
 
     def __init__(self, module: SourceModule, info: Optional[FunctionInfo], env: Dict[str, Value], record: Record,
                  state: State, stack: Tuple[CallSite, ...], cls: Optional[ClassInfo] = None) -> None:
@@ -150,6 +151,12 @@ class Frame:
         self.statement: Optional[ast.AST] = None  # the call an expression statement consists of
         self.closure: Optional[Closure] = None  # a nested function's enclosing environments
         self.no_grad = False  # inside ``with torch.no_grad():`` (what it computes has no graph)
+        #: conditions known false in the branch running (``else`` of ``if self.args.fp16:``): the
+        #: half evidence that holds only under them is dropped from fields read here too
+        self.refuted: FrozenSet[str] = frozenset()
+        #: the branches running, innermost last: (the ``if`` test, whether this is its ``else``, the
+        #: branch's first and last line)
+        self.branches: Tuple[Tuple[ast.AST, bool, int, int], ...] = ()
 
 
 _BUILTIN_NAMES = frozenset({
@@ -642,27 +649,45 @@ class Interpreter:
         false_in_else: List[str] = []
         if self.conditions:  # only once some evidence is conditional
             false_in_then, false_in_else = _refuted_flags(node.test, frame.module)
-            false_in_then = [c for c in false_in_then if c in self.conditions] + self._excluded_by(node.test)
-            false_in_else = [c for c in false_in_else if c in self.conditions]
+            false_in_then = [a for c in false_in_then for a in _flag_aliases(c) if a in self.conditions] \
+                + self._excluded_by(node.test)
+            false_in_else = [a for c in false_in_else for a in _flag_aliases(c) if a in self.conditions]
             false_in_else += self._excluded_by(node.test, negated=True)
         narrowing = _dtype_narrowing(node.test, frame)
         narrowed = _aliases(narrowing[0], frame) if narrowing is not None else ()
-        frame.env = _refine(before, false_in_then)
-        for name in narrowed:
-            _narrow(frame.env, name, narrowing[1], narrowing[2])  # type: ignore[index]
-        alive_then = self.exec_block(node.body, frame)
-        env_then = frame.env
-        frame.env = _refine(before, false_in_else)
-        for name in narrowed:
-            _narrow(frame.env, name, narrowing[1], not narrowing[2])  # type: ignore[index]
-        alive_else = self.exec_block(node.orelse, frame)
-        env_else = frame.env
+        refuted = frame.refuted
+        alive_then, env_then = self._branch(node, False, _refine(before, false_in_then), false_in_then, frame,
+                                            narrowing, narrowed)
+        alive_else, env_else = self._branch(node, True, _refine(before, false_in_else), false_in_else, frame,
+                                            narrowing, narrowed)
         if not alive_then and not alive_else:
             frame.env = env_else
             return False
+        if alive_then != alive_else:  # the rest runs on the path that goes on (``if fp16: return``)
+            going_on = false_in_then if alive_then else false_in_else
+            frame.refuted = refuted.union(going_on) if going_on else refuted
         frame.env = join_envs(env_then if alive_then else None, env_else if alive_else else None,
                               lambda: self._condition_texts(node.test, frame.module), before)
         return True
+
+    def _branch(self, node: ast.If, is_else: bool, env: Dict[str, Value], refuted: List[str], frame: Frame,
+                narrowing: Optional[Tuple[str, int, bool]], narrowed: Sequence[str]) -> Tuple[bool, Dict[str, Value]]:
+        """Run one branch of ``node`` from ``env`` with the conditions ``refuted`` there known false
+        and the names ``narrowed`` narrowed by the test (``narrowing``): whether it falls through,
+        and the environment it leaves."""
+        body = node.orelse if is_else else node.body
+        frame.env = env
+        for name in narrowed:
+            _narrow(env, name, narrowing[1], narrowing[2] != is_else)  # type: ignore[index]
+        saved_refuted, saved_branches = frame.refuted, frame.branches
+        frame.refuted = saved_refuted.union(refuted) if refuted else saved_refuted
+        if body:
+            frame.branches = saved_branches + ((node.test, is_else, body[0].lineno, body[-1].end_lineno or 0),)
+        try:
+            alive = self.exec_block(body, frame)
+        finally:
+            frame.refuted, frame.branches = saved_refuted, saved_branches
+        return alive, frame.env
 
     def _excluded_by(self, test: ast.AST, negated: bool = False) -> List[str]:
         """Conditions false wherever ``test`` holds (``negated``: where it fails): ``args.opt == "fused"``
@@ -1088,6 +1113,8 @@ class Interpreter:
         torch_api.cast_in_place(self, frame, owner, cast, owner_expr)
 
     def store_attr(self, receiver: Value, name: str, value: Value, node: ast.AST, frame: Frame) -> None:
+        if frame.branches:
+            value = self._cast_in_branch(value, frame)
         for option in options(receiver):
             cls = _class_info(option)
             if cls is not None:
@@ -1095,6 +1122,19 @@ class Interpreter:
                 set_field(cls, name, value if old is None else join(old, value))
             elif isinstance(option, Obj) and isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
                 frame.env[node.value.id] = option.set(name, value)
+
+    def _cast_in_branch(self, value: Value, frame: Frame) -> Value:
+        """A value made half inside the branch that stores it in a field (``if args.fp16:
+        self.model = model.half()``): the cast holds under the branch's test, as for a name."""
+        for option in options(value):
+            origin = option.origin if isinstance(option, (Tensor, Module)) else None
+            if origin is None or origin.condition is not None or origin.path != frame.module.relpath:
+                continue
+            for test, negated, first, last in reversed(frame.branches):
+                if first <= origin.line <= last:
+                    texts = self._condition_texts(test, frame.module)
+                    return with_condition(value, texts[1] if negated else texts[0])
+        return value
 
     def replace_field(self, receiver: Value, name: str, old: Value, new: Value) -> None:
         """A strong update of a field: where it may hold ``old`` (a container grown in place), it now
@@ -1141,7 +1181,10 @@ class Interpreter:
 
     def _e_attribute(self, node: ast.Attribute, frame: Frame) -> Value:
         receiver = self.ev(node.value, frame)
-        return self.getattr(receiver, node.attr, frame, node)
+        value = self.getattr(receiver, node.attr, frame, node)
+        for condition in frame.refuted:  # a field made half under a test known false here
+            value = without_condition(value, condition)
+        return value
 
     def _e_subscript(self, node: ast.Subscript, frame: Frame) -> Value:
         container = self.ev(node.value, frame)
@@ -1994,6 +2037,15 @@ def _is_static(node: ast.AST) -> bool:
         if isinstance(dec, ast.Name) and dec.id == "staticmethod":
             return True
     return False
+
+
+def _flag_aliases(text: str) -> Tuple[str, str]:
+    """A condition's text and its other spelling in a class that keeps the arguments it was given:
+    ``self.args.fp16`` tests what ``args.fp16`` tested in ``__init__`` (``self.args = args``)."""
+    negated = text.startswith("not ")
+    body = text[4:] if negated else text
+    other = body[5:] if body.startswith("self.") else "self." + body
+    return text, ("not " + other) if negated else other
 
 
 def _refuted_flags(test: ast.AST, module: SourceModule) -> Tuple[List[str], List[str]]:

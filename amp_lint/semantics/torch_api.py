@@ -1508,6 +1508,10 @@ def call_builtin(interp: "Interpreter", frame: "Frame", name: str, args: List[Va
         return Coll(Seq((Scalar("int"), interp.iterate(first, frame))))
     if name == "zip":
         return Coll(Seq(tuple(interp.iterate(a, frame) for a in positional)))
+    if name == "map" and len(positional) >= 2 and len(positional) == len(args):
+        return _map(interp, frame, positional[0], positional[1:], node)
+    if name == "filter" and len(positional) == 2:  # the elements it keeps are the iterable's
+        return Coll(interp.iterate(positional[1], frame))
     if name in ("int", "float", "bool", "str", "repr", "format"):
         kind = {"int": "int", "float": "float", "bool": "bool"}.get(name, "str")
         if isinstance(first, Scalar) and first.value is not None and kind != "str":
@@ -1589,6 +1593,33 @@ def call_builtin(interp: "Interpreter", frame: "Frame", name: str, args: List[Va
             return positional[0]
         return NONE if name == "print" else UNKNOWN
     return UNKNOWN
+
+
+#: ``map(f, (q, k, v))`` over at most this many known items calls ``f`` on each (``q, k, v = map(...)``
+#: keeps each its own dtype); over more, or over an iterable of unknown length, once on their join
+MAX_MAPPED_ITEMS = 8
+
+
+def _map(interp: "Interpreter", frame: "Frame", fn: Value, iterables: List[Value], node: Optional[ast.AST]) -> Value:
+    """``map(fn, *iterables)``: what ``fn`` returns for their items, item by item where every
+    iterable is a tuple or list of the same known length."""
+    # the calls are made at the ``map`` call's place, but are not that call (whose arguments are
+    # ``fn`` and the iterables): a name at its location, so no effect rebinds its arguments
+    site = ast.copy_location(ast.Name(id="map", ctx=ast.Load()), node) if isinstance(node, ast.Call) else None
+    lengths = {len(s.items) for s in iterables if isinstance(s, Seq)}
+    if all(isinstance(s, Seq) for s in iterables) and len(lengths) == 1 and 0 < min(lengths) <= MAX_MAPPED_ITEMS:
+        count = min(lengths)
+        return Seq(tuple(_call_each(interp, frame, fn, [s.items[i] for s in iterables], site)  # type: ignore[attr-defined]
+                         for i in range(count)))
+    return Coll(_call_each(interp, frame, fn, [interp.iterate(s, frame) for s in iterables], site))
+
+
+def _call_each(interp: "Interpreter", frame: "Frame", fn: Value, args: List[Value], site: Optional[ast.AST]) -> Value:
+    """``fn(*args)`` for each callable ``fn`` may be."""
+    out: Optional[Value] = None
+    for option in options(fn):
+        out = join(out, interp.call(option, list(args), {}, frame, site))
+    return out if out is not None else UNKNOWN
 
 
 def namedtuple_class(fields: Value) -> Value:
