@@ -2756,3 +2756,26 @@ def test_a_field_cast_under_a_flag_is_not_half_where_the_flag_is_false(tmp_path:
     text = subprocess.run([sys.executable, "-m", "amp_lint", "check", "--isolated", "--no-cache", "--select",
                            "AMP101", str(tmp_path / "m.py")], capture_output=True, text=True).stdout
     assert f"m.py:{_line_of(code, '# cast')}:" in text and "(when `args.fp16`)" in text
+
+
+def test_a_cast_where_the_requires_grad_flag_is_false_is_not_a_trained_cast(tmp_path: Path) -> None:
+    """``unet.requires_grad_(tune)`` with a flag known only at run time, then ``if not tune:
+    unet.to(torch.float16)``: that cast is made only where the model is frozen, so an optimizer
+    over its parameters does not train it (no AMP101 there); a cast on a path where it may be
+    trained still is. Before, the frozen path's cast was reported too."""
+    code = """
+    import torch
+    from setup import parse_args
+    args = parse_args()
+    unet = torch.nn.Sequential(torch.nn.Linear(8, 8))
+    tune = args.lr != 0
+    unet.requires_grad_(tune)
+    if not tune:
+        unet.to(torch.float16)  # frozen cast
+    elif args.full_fp16:
+        unet.to(torch.float16)  # trained cast
+    opt = torch.optim.AdamW(filter(lambda p: p.requires_grad, unet.parameters()), lr=1e-4)
+    """
+    codes = _codes(tmp_path, code)
+    assert f"{_line_of(code, '# trained cast')}: AMP101" in codes
+    assert f"{_line_of(code, '# frozen cast')}: AMP101" not in codes

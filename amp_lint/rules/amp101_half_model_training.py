@@ -30,7 +30,8 @@ class HalfModelTraining(Rule):
     casts a trained model, not inside the function, also without a fix; a model cast at several
     places, such as loaded in float16 on either of two branches and cast again on a third path, is
     reported at each, also where its parameters reach the optimizer filtered through a list or a
-    comprehension, except a cast on a path that freezes the model with `requires_grad_(False)`)
+    comprehension, except a cast on a path that freezes the model with `requires_grad_(False)`,
+    or made only where the flag of its `requires_grad_(flag)` is false: `if not flag: m.to(dtype)`)
     whose parameters an optimizer is then built over, anywhere in the program (the cast in one
     file, the optimizer in another counts), or cast in place after an optimizer over its parameters
     was built, when that optimizer then steps (`.half()` converts the very tensors the optimizer

@@ -2518,8 +2518,31 @@ def join_envs(a: Optional[Dict[str, Value]], b: Optional[Dict[str, Value]],
             if texts is None:
                 texts = condition()  # type: ignore[misc]
             joined = with_condition(joined, texts[0] if side == 1 else texts[1])
+        elif condition is not None and va is not None and vb is not None and before is not None \
+                and _casts_on_both_sides(va, vb, before.get(key)):
+            # made half on each side, at different places: each cast holds under its side's test
+            if texts is None:
+                texts = condition()  # type: ignore[misc]
+            joined = join(with_condition(va, texts[0]), with_condition(vb, texts[1]))
         out[key] = joined
     return out
+
+
+def _half_cast_keys(value: Optional[Value]) -> Set[Tuple[str, int, int, int, int]]:
+    """Where the modules and tensors ``value`` may be were made half (their origins)."""
+    keys = set()
+    for option in options(value) if value is not None else ():
+        if isinstance(option, Module) and option.cast & HALF and option.origin is not None \
+                or isinstance(option, Tensor) and option.half and option.origin is not None:
+            keys.add(option.origin.key)  # type: ignore[union-attr]
+    return keys
+
+
+def _casts_on_both_sides(a: Value, b: Value, before: Optional[Value]) -> bool:
+    """Whether each branch made ``a`` / ``b`` half at a place of its own (not a cast both inherit)."""
+    old = _half_cast_keys(before)
+    new_a, new_b = _half_cast_keys(a) - old, _half_cast_keys(b) - old
+    return bool(new_a) and bool(new_b) and not new_a & new_b
 
 
 def _dtype_with_origin(value: Value, frame: Frame, node: ast.AST) -> Value:

@@ -18,7 +18,7 @@ from amp_lint.data import training as trainingdata
 from amp_lint.semantics.values import (
     BF16, BOOL, F16, F32, F64, FLOATS, HALF, INT, NONE, OPEN_KEYS, UNKNOWN, Autocast, Builtin, ClassVal, Coll,
     DictVal, DType, Star, Ext, FuncVal, Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Value,
-    bits, element, join, obj, options, promote, registry_join, shape, union_of,
+    bits, element, join, obj, options, promote, registry_join, shape, trained_casts, union_of,
 )
 
 if TYPE_CHECKING:
@@ -650,9 +650,13 @@ def module_method(interp: "Interpreter", frame: "Frame", module: Module, name: s
     if name == "requires_grad_":
         flag = args[0] if args else kwargs.get("requires_grad", Scalar("bool", True))
         frozen = isinstance(flag, Scalar) and flag.value is False
-        if frozen == module.frozen:
+        unless = ""
+        if not (isinstance(flag, Scalar) and isinstance(flag.value, bool)) and isinstance(node, ast.Call) \
+                and len(node.args) == 1 and isinstance(node.args[0], (ast.Name, ast.Attribute)):
+            unless = frame.module.segment(node.args[0], 40)  # ``requires_grad_(train_unet)``
+        if frozen == module.frozen and unless == module.frozen_unless:
             return module
-        result = replace(module, frozen=frozen)
+        result = replace(module, frozen=frozen, frozen_unless=unless)
         target = _receiver(node)
         if target is not None and node is frame.statement:  # ``te.requires_grad_(False)``: in place
             rebind(interp, frame, target, result)
@@ -958,6 +962,12 @@ def _params_per_module(parameters: Obj) -> List[Tensor]:
             out.append(Tensor(0, True, param=param))
         elif module.master and param:  # FSDP mixed precision, an engine: the optimizer sees fp32 masters
             out.append(Tensor(F32, False, param=True))
+        elif module.frozen_unless and param and module.cast & HALF:
+            # cast where it may be trained, and not where its ``requires_grad_(flag)`` flag is false
+            casts = trained_casts(module)
+            out.extend(Tensor(module.cast & FLOATS, module.cast_unknown, origin, param=True) for origin in casts)
+            if not casts:
+                out.append(Tensor(module.cast & FLOATS & ~HALF, True, param=True))
         else:
             out.append(Tensor(module.cast & FLOATS if module.cast else 0, module.cast_unknown or not module.cast,
                               module.origin if module.cast & HALF else None, param=param))

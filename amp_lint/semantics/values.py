@@ -237,6 +237,9 @@ class Module(Value):
     frozen: bool = False
     #: an nn.ModuleDict's keys, one per item (``md.head``, ``md["head"]``); empty where not known
     names: Tuple[str, ...] = ()
+    #: ``requires_grad_(flag)`` with a flag of unknown value: the text of ``flag``. A cast made only
+    #: where the flag is false (``if not flag: m.to(dtype)``) is of a frozen module (evidence only)
+    frozen_unless: str = ""
 
     def __eq__(self, other: object) -> bool:
         return (type(other) is Module and self.cls == other.cls and self.cast == other.cast  # type: ignore[attr-defined]
@@ -525,6 +528,16 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
     return _union(options(a) + options(b), wide)
 
 
+def trained_casts(module: "Module") -> Tuple[Origin, ...]:
+    """The half casts of ``module`` made where it may be trained: not those made only where the
+    flag of its ``requires_grad_(flag)`` is false (:attr:`Module.frozen_unless`)."""
+    casts = _casts(module)
+    if not module.frozen_unless:
+        return casts
+    frozen_when = "not " + module.frozen_unless
+    return tuple(o for o in casts if o.condition != frozen_when)
+
+
 def _casts(module: "Module") -> Tuple[Origin, ...]:
     """Where the half cast of ``module`` was made (its origin, then the others joined into it)."""
     return ((module.origin,) if module.cast & HALF and module.origin is not None else ()) + module.also
@@ -679,7 +692,8 @@ def _join_same(a: Value, b: Value) -> Optional[Value]:
         also = tuple(o for o in _casts(a) if o is not origin) if one_frozen else _other_casts(a, b, origin)
         return Module(a.cls, a.cast | b.cast, a.cast_unknown or b.cast_unknown, origin, items, a.master and b.master,
                       a.mode, a.site if a.site is b.site else None, _join_kinds(a, b), also, a.frozen and b.frozen,
-                      a.names if a.names == b.names and items else ())
+                      a.names if a.names == b.names and items else (),
+                      a.frozen_unless if a.frozen_unless == b.frozen_unless else "")
     if isinstance(a, Seq):
         assert isinstance(b, Seq)
         if len(a.items) == len(b.items):
