@@ -2497,7 +2497,8 @@ def join_envs(a: Optional[Dict[str, Value]], b: Optional[Dict[str, Value]],
               before: Optional[Dict[str, Value]] = None) -> Optional[Dict[str, Value]]:
     """Join two environments. With ``condition`` (the test's text and its negation, ``a`` being the
     environment where the test held), a value half on one side only gets the side's condition as
-    evidence (``before``: the environment before the test)."""
+    evidence, and a value made half on each side at different places gives each cast its side's
+    (``before``: the environment before the test)."""
     if a is None:
         return dict(b) if b is not None else None
     if b is None:

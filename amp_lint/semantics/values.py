@@ -567,15 +567,21 @@ def _other_casts(a: "Module", b: "Module", kept: Optional[Origin]) -> Tuple[Orig
     return tuple(out)
 
 
+#: at most this many other origins a joined tensor keeps (evidence; a join of many activations made
+#: half at many places would otherwise carry them all)
+MAX_TENSOR_ALSO = 8
+
+
 def _other_half_origins(a: "Tensor", b: "Tensor", kept: Optional[Origin]) -> Tuple[Origin, ...]:
-    """Where the half tensors ``a`` and ``b`` were made half besides ``kept``, each once."""
+    """Where the half tensors ``a`` and ``b`` were made half besides ``kept``, each once (at most
+    :data:`MAX_TENSOR_ALSO`)."""
     out: List[Origin] = []
     seen = {kept.key} if kept is not None else set()
     for tensor in (a, b):
         if not tensor.half:
             continue
         for origin in ((tensor.origin,) if tensor.origin is not None else ()) + tensor.also:
-            if origin.key not in seen:
+            if origin.key not in seen and len(out) < MAX_TENSOR_ALSO:
                 seen.add(origin.key)
                 out.append(origin)
     return tuple(out)
