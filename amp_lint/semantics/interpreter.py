@@ -222,6 +222,8 @@ class Interpreter:
         self.stepping_calls: Set[int] = set()
         #: internal errors met (path, line, description): the code there is left unknown
         self.errors: List[Tuple[str, int, str]] = []
+        #: id of a ``map(f, ...)`` call -> the node its calls of ``f`` are made at (see torch_api._map)
+        self.map_sites: Dict[int, ast.AST] = {}
         for module in self.modules:
             self._collect(module)
 

@@ -1614,8 +1614,10 @@ def _map(interp: "Interpreter", frame: "Frame", fn: Value, iterables: List[Value
     """``map(fn, *iterables)``: what ``fn`` returns for their items, item by item where every
     iterable is a tuple or list of the same known length."""
     # the calls are made at the ``map`` call's place, but are not that call (whose arguments are
-    # ``fn`` and the iterables): a name at its location, so no effect rebinds its arguments
-    site = ast.copy_location(ast.Name(id="map", ctx=ast.Load()), node) if isinstance(node, ast.Call) else None
+    # ``fn`` and the iterables): a name at its location, so no effect rebinds its arguments. One
+    # per call node, kept for the run: call sites are known by the id of their node
+    site = interp.map_sites.setdefault(id(node), ast.copy_location(ast.Name(id="map", ctx=ast.Load()), node)) \
+        if isinstance(node, ast.Call) else None
     lengths = {len(s.items) for s in iterables if isinstance(s, Seq)}
     if all(isinstance(s, Seq) for s in iterables) and len(lengths) == 1 and 0 < min(lengths) <= MAX_MAPPED_ITEMS:
         count = min(lengths)
