@@ -3,7 +3,7 @@ operands per observation, and the small fix builders they share."""
 from __future__ import annotations
 
 import ast
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -11,6 +11,9 @@ from amp_lint.engine import codegen
 from amp_lint.engine.fixing import FixContext
 from amp_lint.semantics.facts import Observation
 from amp_lint.semantics.values import HALF, Ext, Method, Module, Scalar, Tensor, Value, half_tensor, options
+
+if TYPE_CHECKING:
+    from amp_lint.engine.checker import CheckContext
 
 #: Substrings of files the precision analysis needs to see before a numerics rule can fire anywhere:
 #: half casts and dtypes, autocast, modules (a prefilter; the analysis itself always sees every file).
@@ -220,6 +223,13 @@ def mask_literal(expr: ast.AST) -> Optional[ast.AST]:
                     and not isinstance(inner.value, bool):
                 return side
     return None
+
+
+def local_scope(ctx: "CheckContext", node: ast.AST) -> Optional[Tuple[ast.AST, int]]:
+    """The function enclosing the node being visited and ``node``'s line: where :func:`reaching_value`
+    and :func:`last_binding` look for what a local name holds (None at module level)."""
+    enclosing = ctx.enclosing(ast.FunctionDef, ast.AsyncFunctionDef)
+    return (enclosing, node.lineno) if enclosing is not None else None  # type: ignore[attr-defined]
 
 
 def reaching_value(scope: Optional[Tuple[ast.AST, int]], name: str) -> Optional[ast.AST]:

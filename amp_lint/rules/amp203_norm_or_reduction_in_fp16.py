@@ -11,7 +11,9 @@ from amp_lint.engine import codegen
 from amp_lint.engine.fixes import CstFix
 from amp_lint.engine.fixing import FixContext, FixPlan
 from amp_lint.findings import Applicability, Severity
-from amp_lint.rules._numerics import PROJECT_TOKENS, callee_name, half_of, is_simple, reaching_value, tensor_receiver
+from amp_lint.rules._numerics import (
+    PROJECT_TOKENS, callee_name, half_of, is_simple, local_scope, reaching_value, tensor_receiver,
+)
 from amp_lint.rules.base import Hazard, Invalid, Rule, Valid, find_arg
 from amp_lint.semantics.facts import Observation
 from amp_lint.semantics.values import F16
@@ -334,11 +336,6 @@ class NormOrReductionInFp16(Rule):
         ),
     ]
 
-    def _scope(self, node: ast.AST) -> Optional[Tuple[ast.AST, int]]:
-        """The enclosing function and the line of ``node`` (for what a local name holds there)."""
-        enclosing = self.ctx.enclosing(ast.FunctionDef, ast.AsyncFunctionDef)
-        return (enclosing, node.lineno) if enclosing is not None else None  # type: ignore[attr-defined]
-
     def visit_Call(self, node: ast.Call) -> None:
         callee = self.ctx.callee(node)
         method = isinstance(node.func, ast.Attribute) and node.func.attr in opdata.REDUCTIONS
@@ -359,7 +356,7 @@ class NormOrReductionInFp16(Rule):
             if op in _FP32_NORMS and squared is None and _over_one_dim(node, form):
                 return  # a row norm: accumulates in fp32, inf only for a norm above 65504
             if op == "sum" and (_is_exp(source) or isinstance(source, ast.Name) and _is_exp(
-                    reaching_value(self._scope(node), source.id))):
+                    reaching_value(local_scope(self.ctx, node), source.id))):
                 return  # hand-written softmax (also through a name): AMP204 reports the exp
             tensor = half_of(obs, source)
             if tensor is None or not tensor.dtypes & F16 or (obs.cuda_autocast and op in _CUDA_FP32):

@@ -11,7 +11,7 @@ from amp_lint.engine.fixes import CstFix
 from amp_lint.engine.fixing import FixContext, FixPlan
 from amp_lint.findings import Applicability, Severity
 from amp_lint.rules._numerics import (
-    PROJECT_TOKENS, callee_name, half_of, last_binding, number, reaching_value, tensor_receiver,
+    PROJECT_TOKENS, callee_name, half_of, last_binding, local_scope, number, reaching_value, tensor_receiver,
 )
 from amp_lint.rules.base import Hazard, Invalid, Rule, Valid
 from amp_lint.semantics.facts import Observation
@@ -247,8 +247,7 @@ class OverflowPronePointwiseInFp16(Rule):
                 continue
             if op in ("pow", "square") and self._feeds_reduction():
                 return
-            enclosing = self.ctx.enclosing(ast.FunctionDef, ast.AsyncFunctionDef)
-            scope = (enclosing, node.lineno) if enclosing is not None else None  # type: ignore[attr-defined]
+            scope = local_scope(self.ctx, node)
             if op in _EXP and _max_subtracted(src, scope):
                 return
             if _bounded_below_overflow(obs, op, src, exponent, scope):

@@ -43,7 +43,7 @@ from amp_lint.semantics.program import (
 from amp_lint.semantics.values import (
     BOOL, F16, F32, FLOATS, HALF, NONE, OPEN_KEYS, UNKNOWN, Builtin, ClassVal, Coll, DictVal, DType, Ext, FuncVal, Star,
     Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Union, Value, covers, element, join, options,
-    carries_half, registry_join, shape, union_of,
+    carries_half, half_cast_keys, registry_join, shape, union_of,
     with_cast_origin, with_condition, without_condition,
 )
 
@@ -2531,20 +2531,10 @@ def join_envs(a: Optional[Dict[str, Value]], b: Optional[Dict[str, Value]],
     return out
 
 
-def _half_cast_keys(value: Optional[Value]) -> Set[Tuple[str, int, int, int, int]]:
-    """Where the modules and tensors ``value`` may be were made half (their origins)."""
-    keys = set()
-    for option in options(value) if value is not None else ():
-        if isinstance(option, Module) and option.cast & HALF and option.origin is not None \
-                or isinstance(option, Tensor) and option.half and option.origin is not None:
-            keys.add(option.origin.key)  # type: ignore[union-attr]
-    return keys
-
-
 def _casts_on_both_sides(a: Value, b: Value, before: Optional[Value]) -> bool:
     """Whether each branch made ``a`` / ``b`` half at a place of its own (not a cast both inherit)."""
-    old = _half_cast_keys(before)
-    new_a, new_b = _half_cast_keys(a) - old, _half_cast_keys(b) - old
+    old = half_cast_keys(before)
+    new_a, new_b = half_cast_keys(a) - old, half_cast_keys(b) - old
     return bool(new_a) and bool(new_b) and not new_a & new_b
 
 

@@ -18,7 +18,7 @@ from amp_lint.data import training as trainingdata
 from amp_lint.semantics.values import (
     BF16, BOOL, F16, F32, F64, FLOATS, HALF, INT, NONE, OPEN_KEYS, UNKNOWN, Autocast, Builtin, ClassVal, Coll,
     DictVal, DType, Star, Ext, FuncVal, Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Value,
-    bits, element, join, obj, options, promote, registry_join, shape, trained_casts, union_of,
+    bits, element, join, module_casts, obj, options, promote, registry_join, shape, trained_casts, union_of,
 )
 
 if TYPE_CHECKING:
@@ -962,17 +962,17 @@ def _params_per_module(parameters: Obj) -> List[Tensor]:
             out.append(Tensor(0, True, param=param))
         elif module.master and param:  # FSDP mixed precision, an engine: the optimizer sees fp32 masters
             out.append(Tensor(F32, False, param=True))
-        elif module.frozen_unless and param and module.cast & HALF:
-            # cast where it may be trained, and not where its ``requires_grad_(flag)`` flag is false
-            casts = trained_casts(module)
-            out.extend(Tensor(module.cast & FLOATS, module.cast_unknown, origin, param=True) for origin in casts)
-            if not casts:
-                out.append(Tensor(module.cast & FLOATS & ~HALF, True, param=True))
         else:
-            out.append(Tensor(module.cast & FLOATS if module.cast else 0, module.cast_unknown or not module.cast,
-                              module.origin if module.cast & HALF else None, param=param))
-            # the module's other half casts (another branch loaded it in float16): each reported
-            out.extend(Tensor(module.cast & FLOATS, module.cast_unknown, origin, param=param) for origin in module.also)
+            # one tensor per half cast (another branch loaded it in float16: each reported); for the
+            # parameters, not the casts made only where its ``requires_grad_(flag)`` flag is false
+            casts = trained_casts(module) if param else module_casts(module)
+            if casts:
+                out.extend(Tensor(module.cast & FLOATS, module.cast_unknown, origin, param=param) for origin in casts)
+            elif module_casts(module):  # every half cast made where its flag freezes it
+                out.append(Tensor(module.cast & FLOATS & ~HALF, True, param=True))
+            else:
+                out.append(Tensor(module.cast & FLOATS if module.cast else 0, module.cast_unknown or not module.cast,
+                                  param=param))
     return out
 
 

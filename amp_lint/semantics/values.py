@@ -531,40 +531,39 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
 def trained_casts(module: "Module") -> Tuple[Origin, ...]:
     """The half casts of ``module`` made where it may be trained: not those made only where the
     flag of its ``requires_grad_(flag)`` is false (:attr:`Module.frozen_unless`)."""
-    casts = _casts(module)
+    casts = module_casts(module)
     if not module.frozen_unless:
         return casts
     frozen_when = "not " + module.frozen_unless
     return tuple(o for o in casts if o.condition != frozen_when)
 
 
-def _casts(module: "Module") -> Tuple[Origin, ...]:
+def module_casts(module: "Module") -> Tuple[Origin, ...]:
     """Where the half cast of ``module`` was made (its origin, then the others joined into it)."""
     return ((module.origin,) if module.cast & HALF and module.origin is not None else ()) + module.also
 
 
+def _tensor_casts(tensor: "Tensor") -> Tuple[Origin, ...]:
+    """Where a half tensor was made half (its origin, then the others joined into it)."""
+    return ((tensor.origin,) if tensor.origin is not None else ()) + tensor.also if tensor.half else ()
+
+
 def _half_origin_keys(tensor: "Tensor") -> Set[Tuple[str, int, int, int, int]]:
-    """The places a half tensor was made half (its origin and the others joined into it)."""
-    if not tensor.half or tensor.origin is None:
-        return set()
-    return {tensor.origin.key, *(o.key for o in tensor.also)} if tensor.also else {tensor.origin.key}
+    """The places a half tensor was made half."""
+    return {o.key for o in _tensor_casts(tensor)}
 
 
 def _cast_keys(value: Value) -> Set[Tuple[str, int, int, int, int]]:
     """The places of the half casts of the modules ``value`` may be."""
-    return {o.key for m in options(value) if type(m) is Module for o in _casts(m)}  # type: ignore[arg-type]
+    return {o.key for m in options(value) if type(m) is Module for o in module_casts(m)}  # type: ignore[arg-type]
 
 
-def _other_casts(a: "Module", b: "Module", kept: Optional[Origin]) -> Tuple[Origin, ...]:
-    """The half casts of ``a`` and ``b`` besides ``kept`` (the joined module's ``origin``), each once."""
-    out: List[Origin] = []
-    seen = {kept.key} if kept is not None else set()
-    for module in (a, b):
-        for origin in _casts(module):
-            if origin.key not in seen:
-                seen.add(origin.key)
-                out.append(origin)
-    return tuple(out)
+def half_cast_keys(value: Optional[Value]) -> Set[Tuple[str, int, int, int, int]]:
+    """The places where the modules and tensors ``value`` may be were made half."""
+    if value is None:
+        return set()
+    return _cast_keys(value) | {o.key for t in options(value) if type(t) is Tensor
+                                for o in _tensor_casts(t)}  # type: ignore[arg-type]
 
 
 #: at most this many other origins a joined tensor keeps (evidence; a join of many activations made
@@ -572,18 +571,16 @@ def _other_casts(a: "Module", b: "Module", kept: Optional[Origin]) -> Tuple[Orig
 MAX_TENSOR_ALSO = 8
 
 
-def _other_half_origins(a: "Tensor", b: "Tensor", kept: Optional[Origin]) -> Tuple[Origin, ...]:
-    """Where the half tensors ``a`` and ``b`` were made half besides ``kept``, each once (at most
-    :data:`MAX_TENSOR_ALSO`)."""
+def _other_origins(a: Tuple[Origin, ...], b: Tuple[Origin, ...], kept: Optional[Origin],
+                   limit: Optional[int] = None) -> Tuple[Origin, ...]:
+    """The origins of ``a`` and ``b`` besides ``kept`` (a joined value's ``origin``), each once (at
+    most ``limit``)."""
     out: List[Origin] = []
     seen = {kept.key} if kept is not None else set()
-    for tensor in (a, b):
-        if not tensor.half:
-            continue
-        for origin in ((tensor.origin,) if tensor.origin is not None else ()) + tensor.also:
-            if origin.key not in seen and len(out) < MAX_TENSOR_ALSO:
-                seen.add(origin.key)
-                out.append(origin)
+    for origin in a + b:
+        if origin.key not in seen and (limit is None or len(out) < limit):
+            seen.add(origin.key)
+            out.append(origin)
     return tuple(out)
 
 
@@ -666,7 +663,7 @@ def _join_same(a: Value, b: Value) -> Optional[Value]:
     if isinstance(a, Tensor):
         assert isinstance(b, Tensor)
         origin = a.origin if (a.origin is not None and (a.half or a.graph & HALF)) or b.origin is None else b.origin
-        also = _other_half_origins(a, b, origin) if a.also or b.also or (
+        also = _other_origins(_tensor_casts(a), _tensor_casts(b), origin, MAX_TENSOR_ALSO) if a.also or b.also or (
             a.half and b.half and a.origin is not None and b.origin is not None and a.origin.key != b.origin.key) \
             else ()
         return Tensor(a.dtypes | b.dtypes, a.unknown or b.unknown, origin, a.scaled and b.scaled, a.param or b.param,
@@ -689,13 +686,14 @@ def _join_same(a: Value, b: Value) -> Optional[Value]:
         # cast on a path that may train it and on one that freezes it: only the casts of the first
         # make trained parameters half (``if train_te: te.to(dtype) else: te.to(dtype);
         # te.requires_grad_(False)``)
-        one_frozen = a.frozen != b.frozen and bool(_casts(a)) and bool(_casts(b))
+        one_frozen = a.frozen != b.frozen and bool(module_casts(a)) and bool(module_casts(b))
         if one_frozen and a.frozen:
             a, b = b, a
         origin = a.origin if (a.origin is not None and a.cast & HALF) or b.origin is None else b.origin
         items = a.items if a.items == b.items else (
             tuple(join(x, y) for x, y in zip(a.items, b.items)) if len(a.items) == len(b.items) else ())
-        also = tuple(o for o in _casts(a) if o is not origin) if one_frozen else _other_casts(a, b, origin)
+        also = tuple(o for o in module_casts(a) if o is not origin) if one_frozen \
+            else _other_origins(module_casts(a), module_casts(b), origin)
         return Module(a.cls, a.cast | b.cast, a.cast_unknown or b.cast_unknown, origin, items, a.master and b.master,
                       a.mode, a.site if a.site is b.site else None, _join_kinds(a, b), also, a.frozen and b.frozen,
                       a.names if a.names == b.names and items else (),
