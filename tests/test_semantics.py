@@ -2779,3 +2779,118 @@ def test_a_cast_where_the_requires_grad_flag_is_false_is_not_a_trained_cast(tmp_
     codes = _codes(tmp_path, code)
     assert f"{_line_of(code, '# trained cast')}: AMP101" in codes
     assert f"{_line_of(code, '# frozen cast')}: AMP101" not in codes
+
+
+def test_a_comprehension_over_a_known_tuple_keeps_its_length(tmp_path: Path) -> None:
+    """``[move(o) for o in args]`` over a tuple of known length is a list of as many items, each
+    ``move`` of its own item, and ``isinstance(args, (list, tuple))`` is true of such a tuple. A
+    wrapper that halves its positional inputs with such a recursive helper and calls the wrapped
+    module with ``*moved`` then passes exactly the caller's arguments: a ``target=None`` that no
+    caller passes stays None, and the loss under ``if target is not None:`` is not reached. Before,
+    the comprehension was a list of unknown length and the starred call could bind any parameter."""
+    code = """
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+    def move(obj):
+        if isinstance(obj, dict):
+            return {k: move(v) for k, v in obj.items()}
+        if isinstance(obj, (list, tuple)):
+            return [move(o) for o in obj]
+        return obj.half()
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(8, 8)
+        def forward(self, feats, lengths=None, target=None):
+            out = self.proj(feats)
+            if target is not None:
+                return F.mse_loss(out, target)  # <- loss
+            return out
+    class Runner(nn.Module):
+        def __init__(self, net):
+            super().__init__()
+            self.net = net.half()
+        def forward(self, *args, **kw):
+            return self.net(*move(args), **kw)
+    runner = Runner(Net())
+    scores = runner(torch.randn(3, 8), lengths=None)
+    a, b = [t.half() for t in (torch.randn(2), torch.randn(2, dtype=torch.float64))]  # <- pair
+    is_seq = isinstance((a, b), (list, tuple))  # <- probe
+    """
+    assert not any(line.endswith("AMP202") for line in _codes(tmp_path, code))
+    assert one(tmp_path, code, "# <- pair", "b") == ["tensor float16"]
+    assert one(tmp_path, code, "# <- probe", "is_seq") == ["scalar True"]
+    assert one(tmp_path, code, "# <- loss", "target") == []
+
+
+def test_string_methods_and_tests_on_known_values_are_decided(tmp_path: Path) -> None:
+    """Known strings keep their text through methods and f-strings, and tests of known keys and
+    values are decided: ``key in config`` of a dict with known keys, ``not`` of a decided test, a
+    dict compared with a string."""
+    code = """
+    name = "a.b.Cls"
+    module, cls = name.rsplit(".", 1)
+    joined = "/".join(["configs", f"{cls}-{2}.yaml"])  # <- joined
+    config = {"target": name}
+    has = "target" in config  # <- has
+    lacks = not "params" not in config  # <- lacks
+    same = config == "target"  # <- same
+    """
+    assert one(tmp_path, code, "# <- joined", "joined") == ["scalar 'configs/Cls-2.yaml'"]
+    assert one(tmp_path, code, "# <- has", "has") == ["scalar True"]
+    assert one(tmp_path, code, "# <- lacks", "lacks") == ["scalar False"]
+    assert one(tmp_path, code, "# <- same", "same") == ["scalar False"]
+
+
+def test_getattr_of_one_of_a_few_known_names_is_either_attribute(tmp_path: Path) -> None:
+    """``getattr(self, "encoder" if shared else "decoder")``: a choice between known strings stays a
+    choice between them (their join kept each text), so ``getattr`` reads either field. Before,
+    the join was a string of unknown text and the module unknown."""
+    code = """
+    import torch.nn as nn
+    class Enc(nn.Module):
+        def forward(self, x):
+            return x
+    class Dec(nn.Module):
+        def forward(self, x):
+            return x
+    class Runner:
+        def __init__(self, shared):
+            self.encoder = Enc()
+            self.decoder = Dec().half()
+            self.shared = shared
+        def step(self, x):
+            name = "encoder" if self.shared else "decoder"
+            net = getattr(self, name)  # <- net
+            return net(x)
+    runner = Runner(shared=bool(input()))
+    out = runner.step(1)
+    """
+    assert one(tmp_path, code, "# <- net", "net") == [
+        "module Enc with float32 parameters | module Dec with float16 parameters"]
+    assert one(tmp_path, code, "# <- net", "name") == ["scalar 'encoder' | scalar 'decoder'"]
+
+
+def test_a_comparison_of_known_strings_is_decided_and_of_a_command_line_string_is_not(tmp_path: Path) -> None:
+    """``if backend == "naive":`` where ``backend`` is a default no caller overrides compares known
+    texts: the branch is decided, and a softmax only that branch runs is not reached. A string read
+    from the command line (``args.backend``, whose default the user may override) keeps both
+    branches."""
+    code = """
+    import argparse
+    import torch
+    def mix(q, backend="fused"):
+        if backend == "naive":
+            return q.softmax(-1)  # <- naive
+        return q
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--backend", default="fused")
+    args = parser.parse_args()
+    x = torch.randn(2, 3).half()
+    a = mix(x)
+    chosen = args.backend == "naive"  # <- chosen
+    """
+    assert one(tmp_path, code, "# <- naive", "q") == []
+    assert one(tmp_path, code, "# <- chosen", "chosen") == ["scalar"]
+    assert not any(c.endswith("AMP201") for c in _codes(tmp_path, code))

@@ -1255,8 +1255,8 @@ class Interpreter:
     def _e_unaryop(self, node: ast.UnaryOp, frame: Frame) -> Value:
         operand = self.ev(node.operand, frame)
         if isinstance(node.op, ast.Not):
-            known = _truth(node.operand, operand) if isinstance(node.operand, ast.Name) or _is_isinstance(node.operand) \
-                else None
+            known = _truth(node.operand, operand) if isinstance(node.operand, (ast.Name, ast.Compare, ast.BoolOp)) \
+                or _is_isinstance(node.operand) else None
             return Scalar("bool") if known is None else Scalar("bool", not known)
         out: Optional[Value] = None
         for option in options(operand):
@@ -1308,6 +1308,16 @@ class Interpreter:
             known = not isinstance(node.left, ast.Name) or (
                 node.left.id in frame.env if frame.info is not None else node.left.id not in frame.module.overridable)
             return Scalar("bool", none_test(node.ops[0], left) if known else None)
+        if len(node.ops) == 1 and isinstance(node.ops[0], (ast.Eq, ast.NotEq)) and _container_vs_scalar(left, rights[0]):
+            return Scalar("bool", isinstance(node.ops[0], ast.NotEq))  # ``config == "__is_first_stage__"``
+        if len(node.ops) == 1 and isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
+            equal = strings_equal(left, rights[0])
+            if equal is not None:
+                return Scalar("bool", equal if isinstance(node.ops[0], ast.Eq) else not equal)
+        if len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
+            member = membership(left, rights[0])
+            if member is not None:
+                return Scalar("bool", member if isinstance(node.ops[0], ast.In) else not member)
         if len(node.ops) == 1:
             activation = self._activation_dtype_read(node.left, frame) \
                 or self._activation_dtype_read(node.comparators[0], frame)
@@ -1379,10 +1389,25 @@ class Interpreter:
         return DictVal(tuple(items))
 
     def _e_joinedstr(self, node: ast.JoinedStr, frame: Frame) -> Value:
-        for value in node.values:
-            if isinstance(value, ast.FormattedValue):
-                self.ev(value.value, frame)
-        return Scalar("str")
+        """An f-string: its text where every part is known (``f"{root}/{name}.yaml"``)."""
+        text: Optional[str] = ""
+        defaulted = False  # a part is a run-time string's default (``f"{args.config}"``)
+        for part in node.values:
+            if isinstance(part, ast.FormattedValue):
+                value = self.ev(part.value, frame)
+                known = value.value if isinstance(value, Scalar) and value.kind in ("str", "int") else None
+                if known is None and isinstance(value, Scalar) and value.default is not None:
+                    known, defaulted = value.default, True
+                if known is None or part.format_spec is not None or part.conversion not in (-1, ord("s")) \
+                        or isinstance(known, bool):
+                    text = None
+                elif text is not None:
+                    text += str(known)
+            elif text is not None and isinstance(part, ast.Constant) and isinstance(part.value, str):
+                text += part.value
+            else:
+                text = None
+        return Scalar("str", None, default=text) if defaulted else Scalar("str", text)
 
     def _e_lambda(self, node: ast.Lambda, frame: Frame) -> Value:
         info = self.functions.get(id(node))
@@ -1422,18 +1447,41 @@ class Interpreter:
     def _e_comprehension(self, node: ast.AST, frame: Frame) -> Value:
         saved = frame.env
         frame.env = dict(saved)
+        items: Optional[Tuple[Value, ...]] = None
         for generator in node.generators:  # type: ignore[attr-defined]
             iterable = self.ev(generator.iter, frame)
+            if isinstance(iterable, Seq) and len(node.generators) == 1 and not generator.ifs \
+                    and not generator.is_async and 0 < len(iterable.items) <= torch_api.MAX_MAPPED_ITEMS:
+                items = iterable.items
             self.bind(generator.target, self.iterate(iterable, frame), frame)
             for cond in generator.ifs:
                 self.ev(cond, frame)
         if isinstance(node, ast.DictComp):
             self.ev(node.key, frame)
             result: Value = DictVal(((None, self.ev(node.value, frame)),))
+        elif items is not None and isinstance(node, (ast.ListComp, ast.GeneratorExp)):
+            result = self._comprehension_items(node, items, frame)
         else:
             result = Coll(self.ev(node.elt, frame))  # type: ignore[attr-defined]
         frame.env = saved
         return result
+
+    def _comprehension_items(self, node: ast.expr, items: Tuple[Value, ...],
+                             frame: Frame) -> Seq:
+        """``[f(v) for v in (a, b)]`` over a tuple or list of a few known items is a list of as many:
+        ``f`` of each item (``self.module(*[cast(v) for v in inputs])`` passes as many arguments as
+        the caller gave). The element is then evaluated once more over the joined items, for what
+        the rules read of it (one value per node)."""
+        target = node.generators[0].target
+        if all(item == items[0] for item in items[1:]):
+            return Seq((self.ev(node.elt, frame),) * len(items))
+        results = []
+        for item in items:
+            self.bind(target, item, frame)
+            results.append(self.ev(node.elt, frame))
+        self.bind(target, self.iterate(Seq(items), frame), frame)
+        self.ev(node.elt, frame)
+        return Seq(tuple(results))
 
     _expr_table: Dict[type, Callable[..., Value]] = {}
 
@@ -2322,8 +2370,9 @@ def _truth(node: ast.AST, value: Value) -> Optional[bool]:
     if _is_isinstance(node) and isinstance(value, Scalar) and isinstance(value.value, bool):
         return value.value  # a torch.nn layer of a known class (:func:`torch_api.layer_isinstance`)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not) and isinstance(value, Scalar) \
-            and isinstance(value.value, bool) and (isinstance(node.operand, ast.Name) or _is_isinstance(node.operand)):
-        return value.value  # ``not flag`` of a known flag (its value is already negated)
+            and isinstance(value.value, bool) and (isinstance(node.operand, (ast.Name, ast.Compare, ast.BoolOp))
+                                                   or _is_isinstance(node.operand)):
+        return value.value  # ``not flag`` of a known flag or test (its value is already negated)
     if isinstance(node, ast.Name) and isinstance(value, Scalar):
         if value.kind == "none":
             return False
@@ -2390,6 +2439,42 @@ def dtype_test(op: ast.cmpop, left: Value, right: Value, unknown_is_not_half: bo
     if outcome is None or isinstance(op, (ast.Eq, ast.Is, ast.In)):
         return outcome
     return not outcome
+
+
+def _container_vs_scalar(a: Value, b: Value) -> bool:
+    """One is a dict, tuple or list and the other a string or number: never equal."""
+    def container(v: Value) -> bool:
+        return isinstance(v, (DictVal, Seq))
+
+    def scalar(v: Value) -> bool:
+        return isinstance(v, Scalar) and v.kind in ("str", "int", "float", "bool", "none")
+
+    return container(a) and scalar(b) or container(b) and scalar(a)
+
+
+def strings_equal(a: Value, b: Value) -> Optional[bool]:
+    """``mode == "math"`` where both sides are strings whose texts are known (a literal, a default
+    no caller overrides, a config file's value; not a string chosen on the command line, whose
+    text is unknown): whether they are equal, None where it depends on the path."""
+    texts_a = [o.value for o in options(a) if isinstance(o, Scalar) and isinstance(o.value, str)]
+    texts_b = [o.value for o in options(b) if isinstance(o, Scalar) and isinstance(o.value, str)]
+    if not texts_a or not texts_b or len(texts_a) != len(options(a)) or len(texts_b) != len(options(b)):
+        return None
+    outcomes = {x == y for x in texts_a for y in texts_b}
+    return outcomes.pop() if len(outcomes) == 1 else None
+
+
+def membership(key: Value, container: Value) -> Optional[bool]:
+    """``key in container`` for a known string or int and a dict whose keys are all known or a
+    tuple or list of known strings or ints; None where it is not known."""
+    if not (isinstance(key, Scalar) and isinstance(key.value, (str, int))) or isinstance(key.value, bool):
+        return None
+    if isinstance(container, DictVal) and container.keys_known:
+        return any(k == key.value for k, _ in container.items)
+    if isinstance(container, Seq) and all(isinstance(i, Scalar) and isinstance(i.value, (str, int))
+                                          and not isinstance(i.value, bool) for i in container.items):
+        return any(i.value == key.value for i in container.items)  # type: ignore[attr-defined]
+    return None
 
 
 def _literal_dtype(value: Value) -> bool:

@@ -1302,6 +1302,35 @@ def layer_isinstance(value: Value, classes: Value) -> Optional[bool]:
     return answers.pop() if len(answers) == 1 else None
 
 
+#: the builtin container classes ``isinstance`` is decided for (:func:`container_isinstance`)
+_CONTAINER_CLASSES = frozenset({"tuple", "list", "dict"})
+
+
+def container_isinstance(value: Value, classes: Value) -> Optional[bool]:
+    """``isinstance(x, (tuple, list))`` where every value ``x`` may be is a tuple or list of known
+    length (True) or None or a dict with known keys, or, tested against ``dict``, such a dict (True),
+    and None or a tuple or list (False). A list and a tuple are not told apart, so a test against
+    only one of them is not decided; nor is one of a tensor or an unknown value (what the analysis
+    takes for a tensor may be a library call's tuple)."""
+    tested = classes.items if isinstance(classes, Seq) else (classes,)
+    names = {cls.name for cls in tested if isinstance(cls, Builtin)}
+    if len(names) != len(tested) or not names <= _CONTAINER_CLASSES:
+        return None
+    answers = set()
+    for option in options(value):
+        if isinstance(option, Seq):
+            if not {"tuple", "list"} <= names and names & {"tuple", "list"}:
+                return None
+            answers.add(bool(names & {"tuple", "list"}))
+        elif isinstance(option, DictVal) and option.keys_known:
+            answers.add("dict" in names)
+        elif option == NONE:
+            answers.add(False)
+        else:
+            return None
+    return answers.pop() if len(answers) == 1 else None
+
+
 def make_nn_module(interp: "Interpreter", frame: "Frame", qualified: str, short: str, positional: List[Value],
                    kwargs: Dict[str, Value], node: Optional[ast.AST], args: Sequence[Value] = ()) -> Value:
     cast = F32
@@ -1568,23 +1597,27 @@ def call_builtin(interp: "Interpreter", frame: "Frame", name: str, args: List[Va
         return DictVal(tuple(items))
     if name == "isinstance" and len(positional) == 2 and interp.probing_layers:
         return Scalar("bool", layer_isinstance(first, positional[1]))
+    if name == "isinstance" and len(positional) == 2:
+        answer = container_isinstance(first, positional[1])
+        if answer is not None:
+            return Scalar("bool", answer)
     if name in ("isinstance", "issubclass", "hasattr", "callable", "any", "all"):
         return Scalar("bool")
     if name == "getattr" and len(positional) >= 2:
-        key = positional[1]
-        if isinstance(key, Scalar) and isinstance(key.value, str):
-            found = interp.getattr(first, key.value, frame, node)
-            if found is UNKNOWN and len(positional) > 2:
-                return positional[2]
-            return found
+        names = known_strings(positional[1])
+        if names:
+            out: Optional[Value] = None
+            for attr in names:  # ``getattr(self, "model" if encoder_only else "decoder")``: either
+                found = interp.getattr(first, attr, frame, node)
+                out = join(out, positional[2] if found is UNKNOWN and len(positional) > 2 else found)
+            return out if out is not None else UNKNOWN
         if isinstance(first, ModVal) and len(positional) == 2:  # ``getattr(models, args.arch)``: what it defines
             found_any = [value for _, value in interp.module_callables(first.info)]
             return element(Seq(tuple(found_any))) if found_any else UNKNOWN
         return UNKNOWN
     if name == "setattr" and len(positional) >= 3:
-        key = positional[1]
-        if isinstance(key, Scalar) and isinstance(key.value, str):
-            interp.store_attr(first, key.value, positional[2], None, frame)  # type: ignore[arg-type]
+        for attr in known_strings(positional[1]):  # fields are joins: storing into each of a few names
+            interp.store_attr(first, attr, positional[2], None, frame)  # type: ignore[arg-type]
         return NONE
     if name == "super":
         info = frame.info
@@ -1605,9 +1638,15 @@ def call_builtin(interp: "Interpreter", frame: "Frame", name: str, args: List[Va
     return UNKNOWN
 
 
+def known_strings(value: Value) -> List[str]:
+    """The texts ``value`` may be, when each is known (empty otherwise)."""
+    texts = [o.value for o in options(value) if isinstance(o, Scalar) and isinstance(o.value, str)]
+    return texts if len(texts) == len(options(value)) else []
+
+
 #: ``map(f, (q, k, v))`` over at most this many known items calls ``f`` on each (``q, k, v = map(...)``
 #: keeps each its own dtype); over more, or over an iterable of unknown length, once on their join
-MAX_MAPPED_ITEMS = 8
+MAX_MAPPED_ITEMS = 8  # also the items a comprehension over a known tuple or list maps one by one
 
 
 def _map(interp: "Interpreter", frame: "Frame", fn: Value, iterables: List[Value], node: Optional[ast.AST]) -> Value:
@@ -1853,6 +1892,42 @@ def unknown_method(interp: "Interpreter", frame: "Frame", name: str, args: List[
     return result
 
 
+#: the methods of ``str`` evaluated on known strings and arguments (pure: no side effects)
+_STRING_METHODS = frozenset({
+    "split", "rsplit", "partition", "rpartition", "replace", "lower", "upper", "strip", "lstrip", "rstrip",
+    "startswith", "endswith", "removeprefix", "removesuffix", "join", "format", "isdigit", "isalpha",
+})
+
+
+def string_method(receiver: Scalar, name: str, positional: Sequence[Value], kwargs: Dict[str, Value]) -> Optional[Value]:
+    """``"pkg.mod.Cls".rsplit(".", 1)`` and the like, on a known string with known arguments
+    (strings, ints, None; ``join``: a tuple or list of known strings): the result, else None."""
+    if name not in _STRING_METHODS or not isinstance(receiver.value, str) or kwargs:
+        return None
+    if name == "join":
+        items = positional[0].items if len(positional) == 1 and isinstance(positional[0], Seq) else None
+        if items is None or not all(isinstance(i, Scalar) and isinstance(i.value, str) for i in items):
+            return None
+        return Scalar("str", receiver.value.join(i.value for i in items))  # type: ignore[union-attr]
+    arguments = []
+    for value in positional:
+        if not (isinstance(value, Scalar) and (isinstance(value.value, (str, int)) or value.kind == "none")) \
+                or isinstance(value.value, bool):
+            return None
+        arguments.append(value.value)
+    try:
+        result = getattr(receiver.value, name)(*arguments)
+    except (TypeError, ValueError, IndexError, KeyError):
+        return None
+    if isinstance(result, bool):
+        return Scalar("bool", result)
+    if isinstance(result, str):
+        return Scalar("str", result)
+    if isinstance(result, (list, tuple)) and len(result) <= 64:
+        return Seq(tuple(Scalar("str", part) for part in result))
+    return None
+
+
 def python_method(interp: "Interpreter", frame: "Frame", receiver: Value, name: str, args: List[Value],
                   kwargs: Dict[str, Value], node: Optional[ast.AST]) -> Value:
     positional = _positional(args)
@@ -1861,6 +1936,9 @@ def python_method(interp: "Interpreter", frame: "Frame", receiver: Value, name: 
             return from_pretrained(interp, frame, receiver, args, kwargs, node)
         return UNKNOWN
     if isinstance(receiver, Scalar) and receiver.kind == "str":
+        known = string_method(receiver, name, positional, kwargs)
+        if known is not None:
+            return known
         if name in ("startswith", "endswith", "isdigit", "isalpha"):
             return Scalar("bool")
         return Scalar("str") if name not in ("split", "splitlines") else Coll(Scalar("str"))

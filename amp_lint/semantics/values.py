@@ -189,6 +189,9 @@ class Scalar(Value):
     finfo: Optional[Tuple[int, str]] = None
     #: the literal that defines this constant: (module relpath, its ast node); an annotation
     site: Optional[Tuple[str, Any]] = None
+    #: a string chosen at run time whose default is known (``--config`` with a default path):
+    #: that default, for what is read from such a path (:mod:`configfiles`); not part of the value
+    default: Optional[str] = None
 
     def __eq__(self, other: object) -> bool:
         return (type(other) is Scalar and self.kind == other.kind and self.value == other.value  # type: ignore[attr-defined]
@@ -617,9 +620,21 @@ def _union(values: Iterable[Value], wide: bool = False) -> Value:
     if len(members) == 1:
         return members[0]
     if len(members) > UNION_LIMIT and not _kept_wide(members, wide):
+        members = _strings_merged(members)
+        if len(members) == 1:
+            return members[0]
+    if len(members) > UNION_LIMIT and not _kept_wide(members, wide):
         tensors = [m for m in members if isinstance(m, Tensor)]
         return tensors[0].with_unknown() if len(tensors) == 1 else UNKNOWN
     return union_of(members, wide)
+
+
+def _strings_merged(members: List[Value]) -> List[Value]:
+    """``members`` with their known strings merged into one string of unknown text."""
+    strings = [m for m in members if type(m) is Scalar and m.kind == "str"]  # type: ignore[attr-defined]
+    if len(strings) < 2:
+        return members
+    return [m for m in members if m not in strings] + [Scalar("str")]
 
 
 def _kept_wide(members: List[Value], wide: bool) -> bool:
@@ -677,8 +692,10 @@ def _join_same(a: Value, b: Value) -> Optional[Value]:
                 return Scalar("num")
             return None
         same = a.value == b.value
+        if a.kind == "str" and not same and isinstance(a.value, str) and isinstance(b.value, str):
+            return None  # a few known strings stay apart (``getattr(self, "model" if c else "decoder")``)
         return Scalar(a.kind, a.value if same else None, a.finfo if a.finfo == b.finfo else None,
-                      a.site if same and a.site == b.site else None)
+                      a.site if same and a.site == b.site else None, a.default if a.default == b.default else None)
     if isinstance(a, Module):
         assert isinstance(b, Module)
         if a.cls != b.cls or a.mode != b.mode:
