@@ -4,7 +4,8 @@ One index file per *configuration* (amp-lint version, a fingerprint of amp-lint'
 libcst's version, ``Settings.cache_key()`` and the output options that change findings), named
 by a digest of all of them. Its entries are keyed by (root-relative path, kind) and hold a digest
 and a value: the file's ``FileReport`` minus its source text (kind "report"), valid for a digest of
-every file of the run (findings depend on the whole program).
+every file of the run (findings depend on the whole program). One more entry, ("<config files>",
+"reads"), holds the digests of the config files the analysis read (see :mod:`amp_lint.runner`).
 
 A hit needs the same bytes, the same path and the same configuration; anything else is a miss,
 and the file is analysed again. Unreadable, truncated, foreign or tampered cache files are

@@ -8,8 +8,10 @@ of the program, never reported on or fixed. A notebook enters as the module of i
 its findings are moved into their cells at the end (:mod:`amp_lint.notebook`).
 
 The cache (``.amp_lint_cache/``) keeps each file's report, keyed by a digest of every file of the
-run, context included (paths and bytes, in any order), and the configuration: an unchanged tree is
-answered from the cache, and any change re-analyses the program. (Parses are not cached:
+run, context included (paths and bytes, in any order), and the configuration, and holds only while
+the config files the analysis read (``OmegaConf.load("configs/model.yaml")``, see
+:mod:`amp_lint.semantics.configfiles`) are unchanged: an unchanged tree is answered from the
+cache, and any change re-analyses the program. (Parses are not cached:
 unpickling an ``ast`` costs more than parsing the file again; for the same reason there are no
 worker processes.)
 """
@@ -21,7 +23,7 @@ import gc
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, FrozenSet, Iterator, List, Optional, Sequence, Tuple, Type
+from typing import TYPE_CHECKING, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple, Type
 
 from amp_lint.cache import Cache, content_digest
 from amp_lint.config import Settings, enabled_codes, ignored_for_path
@@ -155,7 +157,7 @@ def run(paths: Sequence[str], selection: Selection, options: RunOptions, context
             item.report.error = str(exc)
     given = inputs[:len(paths)]
     project = _project_digest(inputs, root)
-    if cache is not None:
+    if cache is not None and _config_files_unchanged(cache.get(_CONFIG_READS, project), root):
         cached = [cache.get(_cache_key(i, settings), project) for i in given]
         # a fix with nothing fixable is a check: the cached reports answer it too
         if all(isinstance(c, FileReport) for c in cached) and not (
@@ -202,6 +204,7 @@ def _analyse_and_report(inputs: List["_Input"], selection: Selection, options: R
     from amp_lint.engine.linter import fix_files, lint_files
 
     settings = selection.settings
+    config_reads: Dict[str, str] = {}
     for item in inputs:
         item.decode()
         if item.source is not None:
@@ -225,7 +228,8 @@ def _analyse_and_report(inputs: List["_Input"], selection: Selection, options: R
         # Context files' findings are cached for later runs, except with fix edits (they cost a
         # LibCST parse each): then only the given files get findings.
         only = {n for n, item in enumerate(live) if not item.context} if options.want_edits else None
-        for item, findings in zip(live, lint_files(parsed, settings, options.want_edits, errors, only)):  # type: ignore
+        for item, findings in zip(live, lint_files(parsed, settings, options.want_edits, errors, only,  # type: ignore
+                                                   config_reads)):
             item.report.findings = findings
     for item in live:
         assert item.source is not None
@@ -247,7 +251,8 @@ def _analyse_and_report(inputs: List["_Input"], selection: Selection, options: R
             for item in inputs:
                 if item.report.error is None and not (item.context and options.want_edits):
                     cache.put(_cache_key(item, settings), project, dataclasses.replace(item.report, source=None))
-        cache.save(present=[_cache_key(i, settings) for i in inputs])
+            cache.put(_CONFIG_READS, project, config_reads)
+        cache.save(present=[_cache_key(i, settings) for i in inputs] + [_CONFIG_READS])
 
 
 def not_converged_warning() -> str:
@@ -302,6 +307,22 @@ def _evidence_in_cells(items: Sequence["_Input"]) -> None:
                             else step for step in finding.related)
             if related != finding.related:
                 item.report.findings[index] = dataclasses.replace(finding, related=related)
+
+
+#: the cache entry of the config files the analysis read (``OmegaConf.load("model.yaml")``): the
+#: cached reports hold while each still has the digest it had
+_CONFIG_READS = ("<config files>", "reads")
+
+
+def _config_files_unchanged(reads: object, root: str) -> bool:
+    """Whether every config file the cached run read is as it was (False: no such record)."""
+    if not isinstance(reads, dict):
+        return False
+    if not reads:
+        return True
+    from amp_lint.semantics.configfiles import current_digest  # small; only where configs were read
+
+    return all(current_digest(root, relpath) == digest for relpath, digest in reads.items())
 
 
 def _cache_key(item: "_Input", settings: Settings) -> Tuple[str, str]:

@@ -156,7 +156,7 @@ def test_delete_drops_entry(project, analysed):
     settings = Settings(select=("ALL",), project_root=str(project))
     cache = cache_mod.Cache(str(project), settings, runner._options_key(runner.RunOptions()))
     cache._load()
-    assert set(cache._entries) == {("b.py", "report"), ("pkg/c.py", "report")}
+    assert set(cache._entries) == {("b.py", "report"), ("pkg/c.py", "report"), runner._CONFIG_READS}
 
 
 def test_config_change_misses(project, analysed):
@@ -305,3 +305,35 @@ def test_stale_index_files_are_pruned(project):
     check(project)
     assert not old.exists()
     assert recent.exists()
+
+
+def test_a_config_file_the_analysis_read_invalidates_the_cache_when_it_changes(tmp_path, monkeypatch, analysed):
+    """The analysis reads ``configs/model.yaml`` where the script loads it: a cached report holds
+    only while that file is unchanged (the Python files alone are not the whole input)."""
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "model.yaml").write_text("model:\n  target: nets.Attn\n", encoding="utf-8")
+    (tmp_path / "nets.py").write_text(
+        "import torch.nn as nn\n"
+        "class Attn(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return x.softmax(-1)\n"
+        "class Plain(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return x\n", encoding="utf-8")
+    (tmp_path / "run.py").write_text(
+        "import importlib\n"
+        "import torch\n"
+        "from omegaconf import OmegaConf\n"
+        "config = OmegaConf.load('configs/model.yaml')\n"
+        "module, name = config.model.target.rsplit('.', 1)\n"
+        "model = getattr(importlib.import_module(module), name)().half()\n"
+        "out = model(torch.randn(2, 8).half())\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    codes = lambda reports: [f.code for r in reports for f in r.findings]  # noqa: E731
+    assert codes(check(tmp_path, select=("AMP201",))) == ["AMP201"]
+    analysed.clear()
+    assert codes(check(tmp_path, select=("AMP201",))) == ["AMP201"] and analysed.runs == 0  # from the cache
+    (tmp_path / "configs" / "model.yaml").write_text("model:\n  target: nets.Plain\n", encoding="utf-8")
+    assert codes(check(tmp_path, select=("AMP201",))) == [] and analysed.runs == 1
+    (tmp_path / "configs" / "model.yaml").unlink()
+    assert codes(check(tmp_path, select=("AMP201",))) == [] and analysed.runs == 2

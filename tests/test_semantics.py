@@ -2824,6 +2824,86 @@ def test_a_comprehension_over_a_known_tuple_keeps_its_length(tmp_path: Path) -> 
     assert one(tmp_path, code, "# <- loss", "target") == []
 
 
+def test_a_model_built_from_a_config_file_by_its_target_string(tmp_path: Path) -> None:
+    """``create("configs/vae.yaml")`` loads the YAML with OmegaConf, and a helper imports the class
+    its ``target:`` names (``"pkg.models.Decoder".rsplit(".", 1)``, ``importlib.import_module``,
+    ``getattr``) and calls it with ``**params``: the model is that class, built with the file's
+    numbers, so its softmax is reported where the script casts the model to half. A second script
+    whose ``--config`` default names the other file, read through ``f"{args.config}"``, builds the
+    other class. Before, the file was not read and the model stayed unknown."""
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/models.py": """
+        import torch.nn as nn
+        class Decoder(nn.Module):
+            def __init__(self, width=8, heads=2):
+                super().__init__()
+                self.proj = nn.Linear(width, width)
+            def forward(self, x):
+                return self.proj(x).softmax(-1)  # <- softmax
+        class Plain(nn.Module):
+            def __init__(self, width=8):
+                super().__init__()
+                self.proj = nn.Linear(width, width)
+            def forward(self, x):
+                return self.proj(x)  # <- plain
+        """,
+        "pkg/util.py": """
+        import importlib
+        from omegaconf import OmegaConf
+        def obj_from_str(string):
+            module, cls = string.rsplit(".", 1)
+            return getattr(importlib.import_module(module, package=None), cls)
+        def build(config):
+            if not "target" in config:
+                if config == "__none__":
+                    return None
+                raise KeyError("target")
+            return obj_from_str(config["target"])(**config.get("params", dict()))
+        def create(path):
+            config = OmegaConf.load(path)
+            return build(config.model)
+        """,
+        "configs/vae.yaml": """
+        model:
+          target: pkg.models.Decoder   # the decoder
+          params:
+            width: 64
+            heads: 4
+        """,
+        "configs/plain.yaml": """
+        model:
+          target: pkg.models.Plain
+          params: {width: 32}
+        """,
+        "sample.py": """
+        import torch
+        from pkg.util import create
+        model = create("configs/vae.yaml").half()  # <- model
+        out = model(torch.randn(2, 64).half())
+        """,
+        "train.py": """
+        import argparse
+        import torch
+        from omegaconf import OmegaConf
+        from pkg.util import build
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--config", type=str, default="configs/plain.yaml")
+        args = parser.parse_args()
+        config = OmegaConf.load(f"{args.config}")
+        net = build(config.model)  # <- net
+        """,
+    }
+    assert value_of(tmp_path, files, "sample.py", "# <- model", "model") == ["module Decoder with float16 parameters"]
+    assert value_of(tmp_path, files, "train.py", "# <- net", "net") == ["module Plain with float32 parameters"]
+    assert set(value_of(tmp_path, files, "pkg/models.py", "# <- softmax", "self.proj(x).softmax(-1)")) == {
+        "tensor float16"}
+    result = subprocess.run([sys.executable, "-m", "amp_lint", "check", "--isolated", "--no-cache", "--select",
+                             "AMP201", "--output-format", "json", "."], cwd=tmp_path, capture_output=True, text=True)
+    assert [(Path(f["filename"]).relative_to(tmp_path).as_posix(), f["code"])
+            for f in json.loads(result.stdout)] == [("pkg/models.py", "AMP201")]
+
+
 def test_string_methods_and_tests_on_known_values_are_decided(tmp_path: Path) -> None:
     """Known strings keep their text through methods and f-strings, and tests of known keys and
     values are decided: ``key in config`` of a dict with known keys, ``not`` of a decided test, a

@@ -45,3 +45,20 @@ EXTRA_OUTPUT_KEYWORDS: FrozenSet[str] = frozenset({"return_attn_probs", "return_
 MODULES: Dict[str, str] = {
     "einops.layers.torch.Rearrange": SAME_AS_FIRST,
 }
+
+
+#: functions that read a configuration file (a path, an open file, or its text) into its data:
+#: ``OmegaConf.load(path)`` (omegaconf 2.3 docs, "Creating": from a YAML file), PyYAML's
+#: ``safe_load``/``load``/``full_load``/``unsafe_load(stream)`` (a string or an open file) and
+#: ``json.load(fp)``/``json.loads(s)`` (Python docs, json)
+CONFIG_LOADERS: FrozenSet[str] = frozenset({
+    "omegaconf.OmegaConf.load", "yaml.safe_load", "yaml.load", "yaml.full_load", "yaml.unsafe_load", "json.load",
+    "json.loads",
+})
+#: functions that give a config's data back with the same keys and values, read as attributes or
+#: items (``OmegaConf.create(dict)``, ``OmegaConf.to_container(cfg)``, ``EasyDict(d)``, ``addict.Dict(d)``,
+#: ``ml_collections.ConfigDict(d)``)
+CONFIG_WRAPPERS: FrozenSet[str] = frozenset({
+    "omegaconf.OmegaConf.create", "omegaconf.OmegaConf.to_container", "omegaconf.OmegaConf.to_object",
+    "omegaconf.DictConfig", "easydict.EasyDict", "addict.Dict", "ml_collections.ConfigDict",
+})

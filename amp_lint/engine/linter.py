@@ -13,8 +13,10 @@ non-overlapping ones, keep only text that re-parses, and check again, until noth
 from __future__ import annotations
 
 import ast
+import os
 from dataclasses import dataclass, field
-from typing import Collection, Dict, List, Optional, Sequence, Set, Tuple
+from pathlib import Path
+from typing import Collection, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -27,6 +29,7 @@ from amp_lint.engine.fixing import FixContext, FixPlan
 from amp_lint.engine.noqa import Suppressions, parse_suppressions
 from amp_lint.data.catalog import SYNTAX_ERROR_CODE, SYNTAX_ERROR_NAME
 from amp_lint.findings import Applicability, Edit, Finding, Fix, Location, Related, Severity
+from amp_lint.semantics.configfiles import ConfigFiles
 from amp_lint.semantics.facts import Facts
 from amp_lint.semantics.interpreter import DEBUG, Interpreter
 from amp_lint.semantics.program import SourceModule, extra_roots
@@ -89,6 +92,20 @@ class Analysis:
         """Internal errors of the analysis and the rules (path, line, description)."""
         return self.facts.errors
 
+    @property
+    def config_reads(self) -> Dict[str, str]:
+        """The config files the analysis read: root-relative path -> digest ("-": not there)."""
+        return self.facts.interpreter.configs.reads
+
+
+def project_root_of(modules: Iterable[SourceModule]) -> Optional[str]:
+    """The folder module names are relative to: a module's path less its relative path."""
+    for module in modules:
+        path = Path(os.path.abspath(module.path)).as_posix()
+        if module.relpath and path.endswith("/" + module.relpath) and not module.relpath.startswith("_/"):
+            return path[: -len(module.relpath) - 1] or "/"
+    return None
+
 
 def analyse(files: Sequence[ParsedFile], settings: Settings) -> Analysis:
     modules: Dict[int, SourceModule] = {}
@@ -103,7 +120,8 @@ def analyse(files: Sequence[ParsedFile], settings: Settings) -> Analysis:
         module = SourceModule(parsed.path, relpath, parsed.tree, extra_roots(parsed.tree, relpath, parsed.text))
         module.source = parsed.text
         modules[index] = module
-    interpreter = Interpreter(list(modules.values()), device=settings.device)
+    interpreter = Interpreter(list(modules.values()), device=settings.device,
+                              configs=ConfigFiles(project_root_of(modules.values()) or settings.project_root))
     interpreter.run()
     return Analysis(modules, Facts(interpreter))
 
@@ -232,12 +250,16 @@ def _build(plan, fctx: FixContext):
 
 def lint_files(files: Sequence[ParsedFile], settings: Settings, want_edits: bool = False,
                errors: Optional[List[Tuple[str, int, str]]] = None,
-               only: Optional[Collection[int]] = None) -> List[List[Finding]]:
+               only: Optional[Collection[int]] = None,
+               config_reads: Optional[Dict[str, str]] = None) -> List[List[Finding]]:
     """The findings of each file (of the indexes in ``only``; the others are read for context and
-    get none), analysed together; internal errors, if any, go to ``errors``."""
+    get none), analysed together; internal errors, if any, go to ``errors``, and the config files
+    the analysis read (root-relative path -> digest) to ``config_reads``."""
     analysis, raws = check(files, settings)
     if errors is not None:
         errors.extend(analysis.errors)
+    if config_reads is not None:
+        config_reads.update(analysis.config_reads)
     paths = {m.relpath: m.path for m in analysis.modules.values()}
     return [findings_of(parsed, analysis.modules.get(i), raws.get(i, []), settings, want_edits, paths)
             if only is None or i in only else []

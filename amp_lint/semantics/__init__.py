@@ -5,6 +5,7 @@
 - :mod:`program`: source modules, import resolution, function and class infos.
 - :mod:`torch_api`: how torch and library calls behave (driven by the tables in
   :mod:`amp_lint.data`): transfer functions, casts, autocast, optimizers, scalers, frameworks.
+- :mod:`configfiles`: the config files the program loads by a known path (YAML, JSON), as data.
 - :mod:`interpreter`: a flow-sensitive abstract interpreter over Python's ``ast``: every module's
   top level is run, functions are analysed per calling context (argument values, receiver, autocast
   state) and memoised, with the value of each expression recorded per context.

@@ -37,6 +37,7 @@ from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Set
 
 from amp_lint.data import ops as optable
 from amp_lint.semantics import torch_api
+from amp_lint.semantics.configfiles import ConfigFiles
 from amp_lint.semantics.program import (
     ClassInfo, Closure, FunctionInfo, ModuleIndex, Namespace, SourceModule, walk_scope,
 )
@@ -172,8 +173,11 @@ _BUILTIN_NAMES = frozenset({
 class Interpreter:
     """Runs the analysis over a set of source modules."""
 
-    def __init__(self, modules: Sequence[SourceModule], *, device: str = "cuda") -> None:
+    def __init__(self, modules: Sequence[SourceModule], *, device: str = "cuda",
+                 configs: Optional[ConfigFiles] = None) -> None:
         self.modules = list(modules)
+        #: the config files the program reads by a known path (``OmegaConf.load("model.yaml")``)
+        self.configs = configs if configs is not None else ConfigFiles(None)
         self.index = ModuleIndex(self.modules)
         self.device = "cpu" if device == "cpu" else "cuda"
         self.memo: Dict[tuple, Summary] = {}
@@ -1525,6 +1529,12 @@ class Interpreter:
             return receiver.items[receiver.names.index(name)]
         if isinstance(receiver, Seq) and len(receiver.items) == 2 and name in ("values", "indices"):
             return receiver.items[name == "indices"]  # ``x.max(dim=-1).values``: (values, indices)
+        if isinstance(receiver, DictVal) and name not in _DICT_METHODS:
+            # a config read by attribute (``config.model.params`` of an OmegaConf or EasyDict config)
+            for key, value in receiver.items:
+                if key == name:
+                    return value
+            return UNKNOWN
         if isinstance(receiver, (Scalar, Seq, Coll, DictVal)):
             return Method(receiver, name)
         if isinstance(receiver, FuncVal):
@@ -2484,6 +2494,8 @@ def _literal_dtype(value: Value) -> bool:
 
 
 #: Scalar kinds that ``a, b = value`` cannot unpack (TypeError)
+#: the methods of a dict (an attribute of a dict value by another name is a config's key)
+_DICT_METHODS = frozenset(name for name in dir(dict) if not name.startswith("__"))
 _NOT_ITERABLE = frozenset({"none", "int", "float", "bool", "num"})
 
 

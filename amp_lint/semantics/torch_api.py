@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import ast
 import math
+from pathlib import PurePosixPath
 from dataclasses import replace
 from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
 from amp_lint.data import libraries
 from amp_lint.data import ops as optable
 from amp_lint.data import training as trainingdata
+from amp_lint.semantics import configfiles
 from amp_lint.semantics.values import (
     BF16, BOOL, F16, F32, F64, FLOATS, HALF, INT, NONE, OPEN_KEYS, UNKNOWN, Autocast, Builtin, ClassVal, Coll,
     DictVal, DType, Star, Ext, FuncVal, Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Value,
@@ -233,7 +235,7 @@ def autocast_states(cm: Value, state, origin: Optional[Origin], default_device: 
 
 
 def enter_value(cm: Value) -> Value:
-    if isinstance(cm, Autocast):
+    if isinstance(cm, Autocast) or isinstance(cm, Obj) and cm.kind == "file":
         return cm
     return UNKNOWN
 
@@ -1020,6 +1022,10 @@ def call_ext(interp: "Interpreter", frame: "Frame", qualified: str, args: List[V
         return namedtuple_class(positional[1] if len(positional) > 1 else kwargs.get("field_names", UNKNOWN))
     if qualified in trainingdata.AUTOCASTS:
         return make_autocast(frame, qualified, args, kwargs, node, interp.device)
+    if qualified in libraries.CONFIG_LOADERS and positional:
+        return load_config(interp, frame, positional[0])
+    if qualified in libraries.CONFIG_WRAPPERS and len(positional) == 1 and not kwargs:
+        return positional[0] if isinstance(positional[0], DictVal) else UNKNOWN
     if qualified == "importlib.import_module" and isinstance(node, ast.Call) and node.args:
         return interp.import_dynamic(node.args[0], frame)
     if qualified in trainingdata.GRAD_SCALERS:
@@ -1630,6 +1636,8 @@ def call_builtin(interp: "Interpreter", frame: "Frame", name: str, args: List[Va
         if receiver is None:
             return UNKNOWN
         return obj("super", cls=ClassVal(cls), receiver=receiver)
+    if name == "open" and positional and isinstance(first, Scalar) and (first.value or first.default):
+        return obj("file", path=first)
     if name in ("print", "setattr", "delattr", "open", "input", "vars", "type", "map", "filter", "object",
                 "property", "staticmethod", "classmethod"):
         if name in ("property", "staticmethod", "classmethod") and positional:
@@ -1715,10 +1723,45 @@ def call_obj(interp: "Interpreter", frame: "Frame", value: Obj, args: List[Value
     return UNKNOWN
 
 
+def load_config(interp: "Interpreter", frame: "Frame", source: Value) -> Value:
+    """The data of the config file ``source`` names: a path, ``open(path)`` or its ``read()``."""
+    path = source.get("path") if isinstance(source, Obj) and source.kind in ("file", "file_text") else source
+    text = (path.value if isinstance(path.value, str) else path.default) if isinstance(path, Scalar) else None
+    if text is None:
+        return UNKNOWN
+    near = str(PurePosixPath(frame.module.relpath).parent)
+    return config_value(interp.configs.load(text, near if near != "." else None))
+
+
+def config_value(data: object, depth: int = 0) -> Value:
+    """A config file's data as a value: mappings as dicts (keys as written), lists as tuples."""
+    if data is configfiles.UNREAD or depth > 32:
+        return UNKNOWN
+    if data is None:
+        return NONE
+    if isinstance(data, bool):
+        return Scalar("bool", data)
+    if isinstance(data, int):
+        return Scalar("int", data)
+    if isinstance(data, float):
+        return Scalar("float", data)
+    if isinstance(data, str):
+        return Scalar("str", data)
+    if isinstance(data, dict):
+        return DictVal(tuple((key, config_value(value, depth + 1)) for key, value in data.items()
+                             if isinstance(key, (str, int))))
+    if isinstance(data, list):
+        items = tuple(config_value(item, depth + 1) for item in data)
+        return Seq(items) if len(items) <= 64 else Coll(element(Seq(items)))
+    return UNKNOWN
+
+
 def obj_method(interp: "Interpreter", frame: "Frame", value: Obj, name: str, args: List[Value],
                kwargs: Dict[str, Value], node: Optional[ast.AST]) -> Value:
     positional = _positional(args)
     kind = value.kind
+    if kind == "file" and name in ("read", "__enter__"):
+        return obj("file_text", path=value.get("path") or UNKNOWN) if name == "read" else value
     if kind == "super":
         cls = value.get("cls")
         receiver = value.get("receiver")
@@ -1826,7 +1869,8 @@ def _add_argument(interp: "Interpreter", frame: "Frame", parser: Obj, positional
     elif isinstance(default, Scalar) and default.kind in ("int", "float") and default.value is not None:
         value = default  # a numeric default counts as the value (sizes, eps)
     elif isinstance(default, Scalar) and default.kind == "str":
-        value = Scalar("str")  # a device or dtype name is chosen at run time
+        # a device or dtype name is chosen at run time; a config file path's default is read
+        value = Scalar("str", default=default.value if isinstance(default.value, str) else None)
     elif isinstance(default, Scalar) and default.kind == "bool":
         value = Scalar("bool")
     else:

@@ -30,6 +30,8 @@ from typing import Dict, List, Optional, Tuple
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 
+from amp_lint.semantics.configfiles import CONFIG_SUFFIXES, MAX_CONFIG_BYTES  # noqa: E402
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
@@ -70,7 +72,11 @@ def export(repo: str, commit: str, mirrors: Path, workdir: Path) -> Path:
     if not git_dir.is_dir():
         raise SystemExit(f"{repo}: no mirror at {git_dir} (fetch it first)")
     target = workdir / f"{repo.replace('/', '+')}@{commit[:12]}"
-    if (target / ".exported").exists():
+    marker = target / ".exported"
+    if marker.exists():
+        if "configs" not in marker.read_text().split():  # exported before config files were taken
+            _export_files(git_dir, commit, target, CONFIG_SUFFIXES)
+            marker.write_text(commit + "\nconfigs")
         return target
     target.mkdir(parents=True, exist_ok=True)
     archive = subprocess.run(["git", "--git-dir", str(git_dir), "archive", commit], capture_output=True)
@@ -80,19 +86,31 @@ def export(repo: str, commit: str, mirrors: Path, workdir: Path) -> Path:
         with tarfile.open(tar) as handle:
             handle.extractall(target)
         tar.unlink()
-    else:  # some snapshots miss blobs of large data files: export the Python files one by one
-        names = subprocess.run(["git", "--git-dir", str(git_dir), "ls-tree", "-r", "--name-only", commit],
-                               capture_output=True, text=True, check=True).stdout.splitlines()
-        for name in names:
-            if not name.endswith(".py"):
-                continue
-            blob = subprocess.run(["git", "--git-dir", str(git_dir), "show", f"{commit}:{name}"], capture_output=True)
-            if blob.returncode == 0:
-                path = target / name
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_bytes(blob.stdout)
-    (target / ".exported").write_text(commit)
+    else:  # some snapshots miss blobs of large data files: export the Python and config files one by one
+        _export_files(git_dir, commit, target, (".py",) + CONFIG_SUFFIXES)
+    marker.write_text(commit + "\nconfigs")
     return target
+
+
+def _export_files(git_dir: Path, commit: str, target: Path, suffixes: Tuple[str, ...]) -> None:
+    """The files of ``commit`` whose names end with ``suffixes``, one by one (config files, which
+    the analysis reads where a program loads them by a known path, up to MAX_CONFIG_BYTES)."""
+    listing = subprocess.run(["git", "--git-dir", str(git_dir), "ls-tree", "-r", "-l", commit],
+                             capture_output=True, text=True, check=True).stdout.splitlines()
+    for line in listing:
+        meta, _, name = line.partition("\t")
+        parts = meta.split()
+        if len(parts) < 4 or parts[1] != "blob" or not name.endswith(suffixes):
+            continue
+        if not name.endswith(".py") and (not parts[3].isdigit() or int(parts[3]) > MAX_CONFIG_BYTES):
+            continue
+        path = target / name
+        if path.exists():
+            continue
+        blob = subprocess.run(["git", "--git-dir", str(git_dir), "show", f"{commit}:{name}"], capture_output=True)
+        if blob.returncode == 0:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(blob.stdout)
 
 
 def check(root: Path):
