@@ -2923,6 +2923,42 @@ def test_string_methods_and_tests_on_known_values_are_decided(tmp_path: Path) ->
     assert one(tmp_path, code, "# <- same", "same") == ["scalar False"]
 
 
+def test_a_field_read_after_its_store_in_a_function_is_the_value_stored(tmp_path: Path) -> None:
+    """``self.logvar = clamp(...)`` then ``exp(self.logvar)`` in the same method reads what was just
+    stored, not the join of every store of every run: a caller running under autocast made the
+    field float16 in its run, and another caller's float32 run read it back as half (an AMP204
+    "outside autocast" that does not exist). A method no caller is seen to call, reading a field
+    that only an autocast region elsewhere made half, is no evidence either: its autocast state is
+    unknown. A store on one branch only is joined with the field after the branch."""
+    code = """
+    import torch
+    class Posterior:
+        def __init__(self, moments, flag):
+            self.mean, self.logvar = torch.chunk(moments, 2, dim=1)
+            self.logvar = torch.clamp(self.logvar, -30.0, 20.0)
+            self.std = torch.exp(0.5 * self.logvar)  # <- std
+            if flag:
+                self.mean = self.mean.double()
+            self.centered = self.mean - 1.0  # <- after-branch
+        def kl(self):
+            return torch.sum(torch.pow(self.mean, 2) + self.std, dim=1)  # <- kl
+        def reset(self, flag):
+            if flag:
+                self.std = torch.zeros(2, dtype=torch.float64)
+            return self.std  # <- reset
+    def encode(x):
+        return Posterior(x, bool(x.sum() > 0))
+    with torch.autocast("cuda"):
+        first = encode(torch.nn.Linear(4, 8)(torch.randn(2, 4)))
+    second = encode(torch.randn(2, 8))
+    """
+    assert one(tmp_path, code, "# <- std", "self.logvar") == ["tensor float16", "tensor float32"]
+    assert sorted(one(tmp_path, code, "# <- after-branch", "self.mean")) == [
+        "tensor float16 or float64", "tensor float32 or float64"]
+    assert one(tmp_path, code, "# <- reset", "self.std") == ["tensor float32 or float64"]
+    assert not [c for c in _codes(tmp_path, code) if c.endswith(("AMP203", "AMP204"))]
+
+
 def test_getattr_of_one_of_a_few_known_names_is_either_attribute(tmp_path: Path) -> None:
     """``getattr(self, "encoder" if shared else "decoder")``: a choice between known strings stays a
     choice between them (their join kept each text), so ``getattr`` reads either field. Before,

@@ -86,8 +86,13 @@ def number(obs: Observation, node: ast.AST) -> Optional[float]:
 
 
 def half_of(obs: Observation, node: Optional[ast.AST]) -> Optional[Tensor]:
-    """The tensor value of ``node`` here when it may be half on positive evidence."""
-    return half_tensor(obs.value(node)) if node is not None else None
+    """The tensor value of ``node`` here when it may be half on positive evidence (not a value
+    made half by another caller's autocast region, read where the autocast state is unknown)."""
+    if node is None:
+        return None
+    value = obs.value(node)
+    tensor = half_tensor(value)
+    return None if tensor is not None and obs.autocast_state_unknown_for(value) else tensor
 
 
 def has_half_dtype(tensor: Tensor, dtype_bits: int = HALF) -> bool:

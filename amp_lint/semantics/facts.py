@@ -73,6 +73,20 @@ class Observation:
         """The context is the guessed forward of a module cast to half, not a call the program makes."""
         return any(site.seeded for site in self.record.stack)
 
+    def autocast_state_unknown_for(self, value: Value) -> bool:
+        """In a run no caller was seen to make (so whether autocast is on is unknown), a value made
+        half only by autocast regions outside this function (stored in a field by another caller's
+        run): no evidence that it is used outside autocast here."""
+        record = self.record
+        if not record.context_free or record.state is not None:
+            return False
+        scope = record.scope
+        first, last = getattr(scope, "lineno", 0), getattr(scope, "end_lineno", 0) or 0
+        origins = [o for option in options(value) if isinstance(option, Tensor) and option.half
+                   for o in ((option.origin,) if option.origin is not None else ()) + option.also]
+        return bool(origins) and all(o.kind == "autocast" and not (o.path == record.module.relpath
+                                                                   and first <= o.line <= last) for o in origins)
+
     def label(self, dtypes: int) -> str:
         """The precision context label of a half value here (AUTOCAST_FP16, PURE_BF16, ...)."""
         state = self.record.state

@@ -129,7 +129,7 @@ class Frame:
 
     __slots__ = ("module", "info", "env", "record", "state", "stack", "returns", "mutated", "assigned", "loops",
                  "cls", "autocast_origin", "context_free", "yields", "statement", "closure", "no_grad", "returned",
-                 "refuted", "branches")
+                 "refuted", "branches", "narrowed")
 
     def __init__(self, module: SourceModule, info: Optional[FunctionInfo], env: Dict[str, Value], record: Record,
                  state: State, stack: Tuple[CallSite, ...], cls: Optional[ClassInfo] = None) -> None:
@@ -158,6 +158,9 @@ class Frame:
         #: the branches running, innermost last: (the ``if`` test, whether this is its ``else``, the
         #: branch's first and last line)
         self.branches: Tuple[Tuple[ast.AST, bool, int, int], ...] = ()
+        #: a field of a local was stored here (``self.logvar = ...``): the environment holds it under
+        #: ``"self.logvar"`` (see :meth:`Interpreter.narrow_field`)
+        self.narrowed = False
 
 
 _BUILTIN_NAMES = frozenset({
@@ -1009,6 +1012,8 @@ class Interpreter:
     # -- binding -------------------------------------------------------------------------------------
     def bind(self, target: ast.AST, value: Value, frame: Frame) -> None:
         if isinstance(target, ast.Name):
+            if frame.narrowed:
+                forget_fields(frame, target.id)
             frame.env[target.id] = value
             frame.assigned.add(target.id)
             frame.record.values[id(target)] = value
@@ -1029,6 +1034,8 @@ class Interpreter:
             receiver = self.ev(target.value, frame)
             frame.record.values[id(target)] = value
             self.store_attr(receiver, target.attr, value, target, frame)
+            if isinstance(target.value, ast.Name) and frame.info is not None:
+                self.narrow_field(frame, target.value.id, target.attr, value, receiver)
             if target.attr == "data" and isinstance(target.value, ast.Attribute):
                 self._cast_by_parameter_data(target.value.value, value, target, frame)
             elif target.attr == "data" and id(target) in self.parameter_loops.get(id(frame), (None, ()))[1]:
@@ -1118,6 +1125,20 @@ class Interpreter:
         cast = union_of(m.cast_to(value.dtypes & HALF, origin) for m in modules)  # type: ignore[union-attr]
         torch_api.cast_in_place(self, frame, owner, cast, owner_expr)
 
+    @staticmethod
+    def narrow_field(frame: Frame, name: str, attr: str, value: Value, receiver: Value) -> None:
+        """After ``self.logvar = v`` in a function, reading ``self.logvar`` there gives ``v`` until
+        ``self`` is rebound or handed to a call (a field is otherwise the join of every store into
+        it, in every context: a value made half in another caller's context would show up here).
+        Only data is narrowed (tensors, numbers, strings, their tuples), on instances of project
+        classes; a module stored in a field keeps its owner's cast as :meth:`getattr` applies it."""
+        key = f"{name}.{attr}"
+        if _narrowable(value) and all(_class_info(o) is not None for o in options(receiver)):
+            frame.env[key] = value
+            frame.narrowed = True
+        elif frame.narrowed:
+            frame.env.pop(key, None)
+
     def store_attr(self, receiver: Value, name: str, value: Value, node: ast.AST, frame: Frame) -> None:
         if frame.branches:
             value = self._cast_in_branch(value, frame)
@@ -1187,7 +1208,9 @@ class Interpreter:
 
     def _e_attribute(self, node: ast.Attribute, frame: Frame) -> Value:
         receiver = self.ev(node.value, frame)
-        value = self.getattr(receiver, node.attr, frame, node)
+        narrowed = frame.env.get(f"{node.value.id}.{node.attr}") \
+            if frame.narrowed and isinstance(node.value, ast.Name) else None
+        value = narrowed if narrowed is not None else self.getattr(receiver, node.attr, frame, node)
         for condition in frame.refuted:  # a field made half under a test known false here
             value = without_condition(value, condition)
         return value
@@ -1703,6 +1726,13 @@ class Interpreter:
             frame.env[target] = after if after is not None else before  # type: ignore[index]
         if any(isinstance(option, (FuncVal, ClassVal, Instance, Module)) for option in choices):
             _open_passed_dicts(node, frame)  # user code may store keys into a dict it was handed
+            if frame.narrowed:  # ... or into the fields of an object it was handed
+                receivers = [func.value] if isinstance(func, ast.Attribute) else []
+                for handed in receivers + list(node.args) + [kw.value for kw in node.keywords]:
+                    if isinstance(handed, ast.Starred):
+                        handed = handed.value
+                    if isinstance(handed, ast.Name):
+                        forget_fields(frame, handed.id)
         return out if out is not None else UNKNOWN
 
     def call(self, callee: Value, args: List[Value], kwargs: Dict[str, Value], frame: Frame,
@@ -2606,6 +2636,8 @@ def join_envs(a: Optional[Dict[str, Value]], b: Optional[Dict[str, Value]],
     texts: Optional[Tuple[str, str]] = None
     for key in a.keys() | b.keys():
         va, vb = a.get(key), b.get(key)
+        if (va is None or vb is None) and "." in key:
+            continue  # a field stored on one path only: reads go back to the field
         if va is vb or (va is not None and vb is not None and va == vb):
             # equal values may still name different casts (a model made half on either branch)
             out[key] = join(va, vb) if type(va) in _NAMING_CASTS else (
@@ -2626,6 +2658,24 @@ def join_envs(a: Optional[Dict[str, Value]], b: Optional[Dict[str, Value]],
             joined = join(with_condition(va, texts[0]), with_condition(vb, texts[1]))
         out[key] = joined
     return out
+
+
+def forget_fields(frame: Frame, name: str) -> None:
+    """``name`` is rebound or handed on: its fields are read from the fields again."""
+    prefix = name + "."
+    for key in [k for k in frame.env if k.startswith(prefix)]:
+        del frame.env[key]
+
+
+def _narrowable(value: Value) -> bool:
+    """Data whose field stores are narrowed (:meth:`Interpreter.narrow_field`)."""
+    for option in options(value):
+        if isinstance(option, Seq):
+            if not all(_narrowable(item) for item in option.items):
+                return False
+        elif not isinstance(option, (Tensor, Scalar)):
+            return False
+    return True
 
 
 def _casts_on_both_sides(a: Value, b: Value, before: Optional[Value]) -> bool:
