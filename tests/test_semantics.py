@@ -2988,6 +2988,44 @@ def test_getattr_of_one_of_a_few_known_names_is_either_attribute(tmp_path: Path)
     assert one(tmp_path, code, "# <- net", "name") == ["scalar 'encoder' | scalar 'decoder'"]
 
 
+def test_layer_sizes_a_test_file_builds_are_not_the_configuration(tmp_path: Path) -> None:
+    """``tests/test_block.py`` builds a toy ``Block(width=145)`` in half: its misaligned Linear is
+    the test's choice, not the configuration the project trains, so AMP402 does not report it; the
+    training script's ``Block(width=300)`` is reported, with where it was built."""
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/block.py": """
+        import torch.nn as nn
+        class Block(nn.Module):
+            def __init__(self, width):
+                super().__init__()
+                self.proj = nn.Linear(width, 4 * width)
+            def forward(self, x):
+                return self.proj(x)
+        """,
+        "tests/test_block.py": """
+        import torch
+        from pkg.block import Block
+        def test_block():
+            block = Block(width=145).half()
+            assert block(torch.randn(2, 145).half()).shape == (2, 580)
+        """,
+        "train.py": """
+        import torch
+        from pkg.block import Block
+        block = Block(width=300).half()
+        out = block(torch.randn(2, 300).half())
+        """,
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    result = subprocess.run([sys.executable, "-m", "amp_lint", "check", "--isolated", "--no-cache", "--select",
+                             "AMP402", "--output-format", "json", "."], cwd=tmp_path, capture_output=True, text=True)
+    messages = [f["message"] for f in json.loads(result.stdout)]
+    assert len(messages) == 1 and "300" in messages[0] and "145" not in messages[0] and "580" not in messages[0]
+
+
 def test_a_comparison_of_known_strings_is_decided_and_of_a_command_line_string_is_not(tmp_path: Path) -> None:
     """``if backend == "naive":`` where ``backend`` is a default no caller overrides compares known
     texts: the branch is decided, and a softmax only that branch runs is not reached. A string read

@@ -25,7 +25,9 @@ class TensorCoreMisalignedDim(Rule):
     at least `min-dim` (default 128), and not a multiple of 8. Vocabulary-sized heads are
     AMP401's business and are not reported here. When the calls that build the layer give it
     different known sizes (one factory per model size, an argparse default and a self-test),
-    each size is checked, and the message says where a misaligned one was set or built.
+    each size is checked, and the message says where a misaligned one was set or built. Sizes
+    that only a test file gives (a toy model built in `tests/`) are not the configuration the
+    project runs and are not checked.
 
     ## Why is this bad?
     In fp16/bf16 the layer's GEMM runs on Tensor Cores most efficiently when M, N and K are

@@ -69,6 +69,12 @@ class Observation:
         return self.record.context_free
 
     @property
+    def entry_path(self) -> str:
+        """The file whose code started this context: the outermost call site, else the scope's own."""
+        stack = self.record.stack
+        return stack[0].path if stack else self.record.module.relpath
+
+    @property
     def speculative(self) -> bool:
         """The context is the guessed forward of a module cast to half, not a call the program makes."""
         return any(site.seeded for site in self.record.stack)
