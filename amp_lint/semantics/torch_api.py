@@ -20,7 +20,8 @@ from amp_lint.semantics import configfiles
 from amp_lint.semantics.values import (
     BF16, BOOL, F16, F32, F64, FLOATS, HALF, INT, NONE, OPEN_KEYS, UNKNOWN, Autocast, Builtin, ClassVal, Coll,
     DictVal, DType, Star, Ext, FuncVal, Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Value,
-    bits, element, join, module_casts, obj, options, promote, registry_join, shape, trained_casts, union_of,
+    bits, element, join, module_casts, obj, options, promote, python_scalar, registry_join, shape, trained_casts,
+    union_of,
 )
 
 if TYPE_CHECKING:
@@ -1237,12 +1238,9 @@ def _math(short: str, positional: List[Value]) -> Value:
                 result = func(*[p.value for p in positional if isinstance(p, Scalar)])
             except (TypeError, ValueError, OverflowError):
                 return Scalar("float")
-            if isinstance(result, bool):
-                return Scalar("bool", result)
-            if isinstance(result, int):
-                return Scalar("int", result)
-            if isinstance(result, float):
-                return Scalar("float", result)
+            known = python_scalar(result)
+            if known is not None and known.kind in ("bool", "int", "float"):
+                return known
     return Scalar("float")
 
 
@@ -1737,16 +1735,9 @@ def config_value(data: object, depth: int = 0) -> Value:
     """A config file's data as a value: mappings as dicts (keys as written), lists as tuples."""
     if data is configfiles.UNREAD or depth > 32:
         return UNKNOWN
-    if data is None:
-        return NONE
-    if isinstance(data, bool):
-        return Scalar("bool", data)
-    if isinstance(data, int):
-        return Scalar("int", data)
-    if isinstance(data, float):
-        return Scalar("float", data)
-    if isinstance(data, str):
-        return Scalar("str", data)
+    known = python_scalar(data)
+    if known is not None:
+        return known
     if isinstance(data, dict):
         return DictVal(tuple((key, config_value(value, depth + 1)) for key, value in data.items()
                              if isinstance(key, (str, int))))
@@ -1963,10 +1954,8 @@ def string_method(receiver: Scalar, name: str, positional: Sequence[Value], kwar
         result = getattr(receiver.value, name)(*arguments)
     except (TypeError, ValueError, IndexError, KeyError):
         return None
-    if isinstance(result, bool):
-        return Scalar("bool", result)
-    if isinstance(result, str):
-        return Scalar("str", result)
+    if isinstance(result, (bool, str)):
+        return python_scalar(result)
     if isinstance(result, (list, tuple)) and len(result) <= 64:
         return Seq(tuple(Scalar("str", part) for part in result))
     return None

@@ -496,6 +496,16 @@ class Star:
 
 NONE = Scalar("none")
 BOOL_SCALAR = Scalar("bool")
+
+
+def python_scalar(value: Any) -> Optional[Scalar]:
+    """A Python constant (bool, int, float, str, None) as a known scalar; None for anything else."""
+    if value is None:
+        return Scalar("none")
+    for kind, types in (("bool", bool), ("int", int), ("float", float), ("str", str)):
+        if isinstance(value, types):
+            return Scalar(kind, value)
+    return None
 STR = Scalar("str")
 
 
