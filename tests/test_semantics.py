@@ -3048,3 +3048,29 @@ def test_a_comparison_of_known_strings_is_decided_and_of_a_command_line_string_i
     assert one(tmp_path, code, "# <- naive", "q") == []
     assert one(tmp_path, code, "# <- chosen", "chosen") == ["scalar"]
     assert not any(c.endswith("AMP201") for c in _codes(tmp_path, code))
+
+
+def test_each_dataclass_instance_keeps_the_fields_it_was_built_with(tmp_path: Path) -> None:
+    """``Cfg(width=96)`` and ``Cfg()`` are two configurations: each keeps its own ``width`` (the
+    one passed, else the field's literal default), so a layer built from each gets its own size
+    (AMP402 checks each). A field stored after the instance was built is read from the class's
+    join of every value. Before, every instance read the join of all of them (an unknown number)."""
+    code = """
+    import torch.nn as nn
+    from dataclasses import dataclass
+    @dataclass
+    class Cfg:
+        width: int = 100
+        depth: int = 2
+    class Net(nn.Module):
+        def __init__(self, cfg):
+            super().__init__()
+            self.proj = nn.Linear(cfg.width, cfg.width)  # <- proj
+    small = Net(Cfg(width=96))
+    default = Net(Cfg())
+    later = Cfg(depth=3)
+    later.depth = 4
+    depth = later.depth  # <- depth
+    """
+    assert sorted(one(tmp_path, code, "# <- proj", "cfg.width")) == ["scalar 100", "scalar 96"]
+    assert one(tmp_path, code, "# <- depth", "depth") == ["scalar"]

@@ -1144,6 +1144,8 @@ class Interpreter:
             value = self._cast_in_branch(value, frame)
         for option in options(receiver):
             cls = _class_info(option)
+            if isinstance(option, Instance) and cls is not None and option.field(name) is not None:
+                cls.stored_fields.add(name)  # stored after it was built: the class's join is read
             if cls is not None:
                 old = cls.fields.get(name)
                 set_field(cls, name, value if old is None else join(old, value))
@@ -1627,6 +1629,9 @@ class Interpreter:
         return torch_api.module_builtin_attr(module, name)
 
     def instance_attr(self, inst: Instance, name: str, frame: Frame, node: Optional[ast.AST]) -> Value:
+        own = inst.field(name)
+        if own is not None and isinstance(inst.cls, ClassVal) and name not in inst.cls.info.stored_fields:
+            return own
         if isinstance(inst.cls, ClassVal):
             value = self.field_of(inst.cls.info, name)
             if value is not None:
@@ -1833,7 +1838,9 @@ class Interpreter:
         if isinstance(init, FunctionInfo):
             self.call_function(init, instance, args, kwargs, frame, node)
         elif getattr(info, "is_dataclass", False) or any(getattr(c, "is_dataclass", False) for c in self.mro(info)):
-            self._dataclass_fields(info, args, kwargs)
+            own = self._dataclass_fields(info, args, kwargs)
+            if isinstance(instance, Instance) and own is not None:
+                instance = Instance(cls, own)
         return instance
 
     @staticmethod
@@ -1845,13 +1852,28 @@ class Interpreter:
                     for s in fields if s.value is not None}
         return torch_api.named_tuple(tuple(s.target.id for s in fields), args, kwargs, defaults)  # type: ignore[attr-defined]
 
-    def _dataclass_fields(self, info: ClassInfo, args: List[Value], kwargs: Dict[str, Value]) -> None:
-        names = [s.target.id for s in info.node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
-        for i, name in enumerate(names):
+    def _dataclass_fields(self, info: ClassInfo, args: List[Value], kwargs: Dict[str, Value]
+                          ) -> Optional[Tuple[Tuple[str, Value], ...]]:
+        """Join the values a dataclass is built with into its class's fields, and return the
+        instance's own (passed, else the field's literal default; None where the arguments are
+        not all known: ``*args``, ``**other``, a base class's fields, a ``__post_init__``)."""
+        fields = [s for s in info.node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
+        names = [s.target.id for s in fields]  # type: ignore[attr-defined]
+        own: Optional[List[Tuple[str, Value]]] = []
+        if any(isinstance(a, Star) for a in args) or "**" in kwargs or len(args) > len(names) \
+                or self.class_lookup(info, "__post_init__") is not None \
+                or any(getattr(c, "is_dataclass", False) for c in self.mro(info)[1:]):
+            own = None
+        for i, (name, statement) in enumerate(zip(names, fields)):
             value = kwargs.get(name) if name in kwargs else (args[i] if i < len(args) else None)
             if value is not None and not isinstance(value, Star):
                 old = info.fields.get(name)
                 set_field(info, name, value if old is None else join(old, value))
+            if own is not None:
+                default = statement.value  # type: ignore[attr-defined]
+                own.append((name, value if value is not None else (
+                    _default_value(default, info.module.relpath) if default is not None else UNKNOWN)))
+        return tuple(own) if own is not None else None
 
     # -- user functions --------------------------------------------------------------------------
     def call_function(self, info: FunctionInfo, bound: Optional[Value], args: List[Value], kwargs: Dict[str, Value],

@@ -163,6 +163,9 @@ class ClassInfo:
     #: bumped whenever a field's value changes: a summary that read older fields is analysed again
     field_version: int = 0
     is_module: bool = False
+    #: fields of a dataclass stored after an instance was built (``cfg.vocab_size = 50304``):
+    #: reads of them go to the class's join, not to the instance's own value
+    stored_fields: Set[str] = field(default_factory=set)
 
     @property
     def name(self) -> str:

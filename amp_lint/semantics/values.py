@@ -291,9 +291,23 @@ def _cast_child(child: Value, dtypes: int, origin: Optional[Origin], kinds: Froz
 
 @dataclass(frozen=True)
 class Instance(Value):
-    """An instance of a user class that is not an nn.Module."""
+    """An instance of a user class that is not an nn.Module. ``own``: the fields a dataclass
+    instance was built with (passed or its class's literal default), per instance: two configs
+    of one class keep their own sizes (``GPTConfig(vocab_size=50304)`` and the default 50257)."""
 
     cls: Value
+    own: Tuple[Tuple[str, Value], ...] = ()
+
+    def field(self, name: str) -> Optional[Value]:
+        return _named(self.own, name)
+
+
+def _named(pairs: Tuple[Tuple[str, Value], ...], name: str) -> Optional[Value]:
+    """The value of ``name`` in (name, value) pairs."""
+    for key, value in pairs:
+        if key == name:
+            return value
+    return None
 
 
 @dataclass(frozen=True)
@@ -305,10 +319,7 @@ class Obj(Value):
     attrs: Tuple[Tuple[str, Value], ...] = ()
 
     def get(self, name: str) -> Optional[Value]:
-        for key, value in self.attrs:
-            if key == name:
-                return value
-        return None
+        return _named(self.attrs, name)
 
     def set(self, name: str, value: Value) -> "Obj":
         attrs = dict(self.attrs)
