@@ -3074,3 +3074,23 @@ def test_each_dataclass_instance_keeps_the_fields_it_was_built_with(tmp_path: Pa
     """
     assert sorted(one(tmp_path, code, "# <- proj", "cfg.width")) == ["scalar 100", "scalar 96"]
     assert one(tmp_path, code, "# <- depth", "depth") == ["scalar"]
+
+
+def test_a_method_called_on_the_receiver_ends_the_read_back_of_its_fields(tmp_path: Path) -> None:
+    """``self.scale = nn.Parameter(...)`` then ``self.half()``: the module's own method may change
+    its fields (here its cast makes the parameter half), so ``self.scale`` is read through the module
+    again, not as the value stored before the call."""
+    code = """
+    import torch
+    import torch.nn as nn
+    class Head(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = nn.Parameter(torch.ones(4))
+            kept = self.scale  # <- before
+            self.half()
+            after = self.scale  # <- after
+    head = Head()
+    """
+    assert one(tmp_path, code, "# <- before", "kept") == ["tensor float32"]
+    assert one(tmp_path, code, "# <- after", "after") != ["tensor float32"]

@@ -1729,11 +1729,13 @@ class Interpreter:
             for left in lefts if rebound else ():
                 after = join(after, left)
             frame.env[target] = after if after is not None else before  # type: ignore[index]
+        if frame.narrowed and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+                and any(isinstance(option, (Module, Instance)) for option in options(receiver)):
+            forget_fields(frame, func.value.id)  # ``self.half()``, ``self.reset()``: its fields may change
         if any(isinstance(option, (FuncVal, ClassVal, Instance, Module)) for option in choices):
             _open_passed_dicts(node, frame)  # user code may store keys into a dict it was handed
             if frame.narrowed:  # ... or into the fields of an object it was handed
-                receivers = [func.value] if isinstance(func, ast.Attribute) else []
-                for handed in receivers + list(node.args) + [kw.value for kw in node.keywords]:
+                for handed in list(node.args) + [kw.value for kw in node.keywords]:
                     if isinstance(handed, ast.Starred):
                         handed = handed.value
                     if isinstance(handed, ast.Name):
