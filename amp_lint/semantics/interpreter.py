@@ -44,7 +44,7 @@ from amp_lint.semantics.program import (
 from amp_lint.semantics.values import (
     BOOL, F16, F32, FLOATS, HALF, NONE, OPEN_KEYS, UNKNOWN, Builtin, ClassVal, Coll, DictVal, DType, Ext, FuncVal, Star,
     Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Union, Value, covers, element, join, options,
-    carries_half, half_cast_keys, registry_join, shape, union_of,
+    carries_half, half_cast_keys, known_strings, registry_join, shape, union_of,
     with_cast_origin, with_condition, without_condition,
 )
 
@@ -1556,10 +1556,8 @@ class Interpreter:
             return receiver.items[name == "indices"]  # ``x.max(dim=-1).values``: (values, indices)
         if isinstance(receiver, DictVal) and name not in _DICT_METHODS:
             # a config read by attribute (``config.model.params`` of an OmegaConf or EasyDict config)
-            for key, value in receiver.items:
-                if key == name:
-                    return value
-            return UNKNOWN
+            found = receiver.value_of(name)
+            return found if found is not None else UNKNOWN
         if isinstance(receiver, (Scalar, Seq, Coll, DictVal)):
             return Method(receiver, name)
         if isinstance(receiver, FuncVal):
@@ -2520,9 +2518,8 @@ def strings_equal(a: Value, b: Value) -> Optional[bool]:
     """``mode == "math"`` where both sides are strings whose texts are known (a literal, a default
     no caller overrides, a config file's value; not a string chosen on the command line, whose
     text is unknown): whether they are equal, None where it depends on the path."""
-    texts_a = [o.value for o in options(a) if isinstance(o, Scalar) and isinstance(o.value, str)]
-    texts_b = [o.value for o in options(b) if isinstance(o, Scalar) and isinstance(o.value, str)]
-    if not texts_a or not texts_b or len(texts_a) != len(options(a)) or len(texts_b) != len(options(b)):
+    texts_a, texts_b = known_strings(a), known_strings(b)
+    if not texts_a or not texts_b:
         return None
     outcomes = {x == y for x in texts_a for y in texts_b}
     return outcomes.pop() if len(outcomes) == 1 else None

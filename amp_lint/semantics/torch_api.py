@@ -20,8 +20,8 @@ from amp_lint.semantics import configfiles
 from amp_lint.semantics.values import (
     BF16, BOOL, F16, F32, F64, FLOATS, HALF, INT, NONE, OPEN_KEYS, UNKNOWN, Autocast, Builtin, ClassVal, Coll,
     DictVal, DType, Star, Ext, FuncVal, Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Value,
-    bits, element, join, module_casts, obj, options, promote, python_scalar, registry_join, shape, trained_casts,
-    union_of,
+    bits, element, join, known_strings, module_casts, obj, options, promote, python_scalar, registry_join, shape,
+    trained_casts, union_of,
 )
 
 if TYPE_CHECKING:
@@ -1644,12 +1644,6 @@ def call_builtin(interp: "Interpreter", frame: "Frame", name: str, args: List[Va
     return UNKNOWN
 
 
-def known_strings(value: Value) -> List[str]:
-    """The texts ``value`` may be, when each is known (empty otherwise)."""
-    texts = [o.value for o in options(value) if isinstance(o, Scalar) and isinstance(o.value, str)]
-    return texts if len(texts) == len(options(value)) else []
-
-
 #: ``map(f, (q, k, v))`` over at most this many known items calls ``f`` on each (``q, k, v = map(...)``
 #: keeps each its own dtype); over more, or over an iterable of unknown length, once on their join
 MAX_MAPPED_ITEMS = 8  # also the items a comprehension over a known tuple or list maps one by one
@@ -1978,9 +1972,9 @@ def python_method(interp: "Interpreter", frame: "Frame", receiver: Value, name: 
     if isinstance(receiver, DictVal):
         if name == "get" and positional:
             key = positional[0].value if isinstance(positional[0], Scalar) else None
-            for k, v in receiver.items:
-                if key is not None and k == key:
-                    return v
+            found = receiver.value_of(key) if key is not None else None
+            if found is not None:
+                return found
             if not receiver.keys_known:  # maybe stored under a key we do not know
                 return UNKNOWN
             return positional[1] if len(positional) > 1 else NONE

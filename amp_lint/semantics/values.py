@@ -302,7 +302,13 @@ class Instance(Value):
         return _named(self.own, name)
 
 
-def _named(pairs: Tuple[Tuple[str, Value], ...], name: str) -> Optional[Value]:
+def known_strings(value: Value) -> List[str]:
+    """The texts ``value`` may be, when each is known (empty otherwise)."""
+    texts = [o.value for o in options(value) if isinstance(o, Scalar) and isinstance(o.value, str)]
+    return texts if len(texts) == len(options(value)) else []
+
+
+def _named(pairs: Tuple[Tuple[Any, Value], ...], name: Any) -> Optional[Value]:
     """The value of ``name`` in (name, value) pairs."""
     for key, value in pairs:
         if key == name:
@@ -422,6 +428,10 @@ class DictVal(Value):
     all known unless it holds :data:`OPEN_KEYS`' item (``**kwargs`` of a call that passed ``**other``)."""
 
     items: Tuple[Tuple[Any, Value], ...] = ()
+
+    def value_of(self, key: Any) -> Optional[Value]:
+        """The value stored under ``key`` (None where it is not among the known keys)."""
+        return _named(self.items, key)
 
     @property
     def keys_known(self) -> bool:
