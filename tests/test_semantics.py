@@ -1593,6 +1593,60 @@ def test_a_global_statement_makes_a_functions_store_reach_the_module(tmp_path: P
     assert one(tmp_path, code, "# <- nonlocal", "total") == ["tensor float16 or float32"]
 
 
+def test_a_global_statement_on_the_line_of_its_def_is_seen(tmp_path: Path) -> None:
+    """A file is searched once for ``global``/``nonlocal`` statements before any function's body
+    is walked for them (:attr:`SourceModule.may_declare`): one written after ``:`` on its ``def``'s
+    line, in a file whose other mentions of the word are names and comments (``global_step``),
+    still reaches the module."""
+    code = """
+    import torch
+    model = None
+    global_step = 0  # the global step
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(8, 8)
+        def forward(self, x):
+            return self.proj(x)
+    def setup(): global model; model = Net().half()
+    def handle(request):
+        scores = model(torch.randn(2, 8).half())  # <- handle
+        return scores
+    setup()
+    """
+    assert one(tmp_path, code, "# <- handle", "scores") == ["tensor float16 (or unknown)"]
+
+
+def test_joining_into_a_union_merges_as_a_join_of_all_its_members_would() -> None:
+    """A join into a union takes the union's members as they are only where no two of them could
+    merge (:func:`values._settled`): a registry's classes stay linear to join, and a union of a
+    known and an unknown string (which a join of its own left apart) is merged again in full."""
+    from amp_lint.semantics.values import F16, UNKNOWN, Coll, Scalar, Tensor, Union, _settled, _union, join, options
+
+    known_a, known_b, any_str = Scalar("str", "a"), Scalar("str", "b"), Scalar("str")
+    unsettled = _union([known_a, known_b, any_str])  # ``a`` absorbs ``any_str``; ``b`` stays beside it
+    assert isinstance(unsettled, Union) and _settled(unsettled) == 0
+    assert join(unsettled, UNKNOWN) == _union(options(unsettled) + (UNKNOWN,))
+    assert set(options(join(unsettled, Scalar("int", 1)))) == {any_str, Scalar("int", 1)}
+    settled = _union([known_a, Tensor(F16), Coll(UNKNOWN)])  # one of each kind: none merges
+    assert _settled(settled) == 3
+    assert options(join(settled, any_str)) == options(_union(options(settled) + (any_str,))) \
+        == (any_str, Tensor(F16), Coll(UNKNOWN))
+
+
+def test_a_namespace_of_many_attributes_reads_each_by_name() -> None:
+    """An argparse namespace of hundreds of options reads an option through an index built on
+    first read; a few attributes are searched in place."""
+    from amp_lint.semantics.values import Scalar, obj
+
+    many = obj("namespace", **{f"opt{i}": Scalar("int", i) for i in range(300)})
+    assert many.get("opt7") == Scalar("int", 7) and many.get("opt299") == Scalar("int", 299)
+    assert many.get("missing") is None
+    few = obj("namespace", fp16=Scalar("bool", True))
+    assert few.get("fp16") == Scalar("bool", True) and few.get("bf16") is None
+    assert hash(many) == hash(obj("namespace", **{f"opt{i}": Scalar("int", i) for i in range(300)}))
+
+
 def test_a_list_grown_in_a_loop_yields_what_was_appended(tmp_path: Path) -> None:
     """``outs = []`` then ``outs.append(model(b))`` in a loop: after the loop the list is the empty
     list or the appended outputs, and ``torch.cat(outs)`` (or iterating it) gives the half outputs;

@@ -158,9 +158,9 @@ class Frame:
         #: the branches running, innermost last: (the ``if`` test, whether this is its ``else``, the
         #: branch's first and last line)
         self.branches: Tuple[Tuple[ast.AST, bool, int, int], ...] = ()
-        #: a field of a local was stored here (``self.logvar = ...``): the environment holds it under
-        #: ``"self.logvar"`` (see :meth:`Interpreter.narrow_field`)
-        self.narrowed = False
+        #: the locals a field of which was stored here (``self.logvar = ...``), ever: the environment
+        #: holds such a field under ``"self.logvar"`` (see :meth:`Interpreter.narrow_field`)
+        self.narrowed: Set[str] = set()
 
 
 _BUILTIN_NAMES = frozenset({
@@ -184,6 +184,10 @@ class Interpreter:
         self.index = ModuleIndex(self.modules)
         self.device = "cpu" if device == "cpu" else "cuda"
         self.memo: Dict[tuple, Summary] = {}
+        #: the value of each literal, by node id (the same in every run)
+        self.constants: Dict[int, Value] = {}
+        #: the literal defaults of each function's parameters, by its node's id
+        self.literals: Dict[int, Dict[str, Value]] = {}
         self.running: Set[tuple] = set()
         self.wide: Dict[tuple, Tuple[tuple, int]] = {}
         #: the classes whose fields the running analysis has read (None at a module's top level)
@@ -1135,7 +1139,7 @@ class Interpreter:
         key = f"{name}.{attr}"
         if _narrowable(value) and all(_class_info(o) is not None for o in options(receiver)):
             frame.env[key] = value
-            frame.narrowed = True
+            frame.narrowed.add(name)
         elif frame.narrowed:
             frame.env.pop(key, None)
 
@@ -1192,6 +1196,13 @@ class Interpreter:
         return value
 
     def _e_constant(self, node: ast.Constant, frame: Frame) -> Value:
+        found = self.constants.get(id(node))
+        if found is None:
+            found = self.constants[id(node)] = self._constant(node, frame)
+        return found
+
+    @staticmethod
+    def _constant(node: ast.Constant, frame: Frame) -> Value:
         v = node.value
         if v is None:
             return NONE
@@ -1211,7 +1222,7 @@ class Interpreter:
     def _e_attribute(self, node: ast.Attribute, frame: Frame) -> Value:
         receiver = self.ev(node.value, frame)
         narrowed = frame.env.get(f"{node.value.id}.{node.attr}") \
-            if frame.narrowed and isinstance(node.value, ast.Name) else None
+            if frame.narrowed and isinstance(node.value, ast.Name) and node.value.id in frame.narrowed else None
         value = narrowed if narrowed is not None else self.getattr(receiver, node.attr, frame, node)
         for condition in frame.refuted:  # a field made half under a test known false here
             value = without_condition(value, condition)
@@ -1890,7 +1901,8 @@ class Interpreter:
         elif any(isinstance(d, Builtin) and d.name == "classmethod" for d in decorators):
             bound = bound.cls if isinstance(bound, (Module, Instance)) else bound  # type: ignore[union-attr]
         env, names = bind_arguments(fnode, bound, args, kwargs, info.default_values, info.module.relpath,
-                                    self.passed_args.setdefault(id(fnode), set()))
+                                    self.passed_args.setdefault(id(fnode), set()),
+                                    literal_defaults=self._literal_defaults(info))
         state, origin = frame.state, frame.autocast_origin
         for dec in decorators:
             for option in torch_api.autocast_states(dec, state, origin, self.device):
@@ -1912,6 +1924,13 @@ class Interpreter:
         if any(torch_api.is_no_grad(d) for d in decorators):  # ``@torch.no_grad()``: no graph out of it
             return torch_api.detached(summary.returns)
         return summary.returns
+
+    def _literal_defaults(self, info: FunctionInfo) -> Dict[str, Value]:
+        """:func:`parameter_defaults` of a project function, computed once."""
+        found = self.literals.get(id(info.node))
+        if found is None:
+            found = self.literals[id(info.node)] = parameter_defaults(info.node, info.module.relpath)
+        return found
 
     def _apply_effects(self, effects: Dict[int, Value], node: ast.Call, bound: Optional[Value], frame: Frame) -> None:
         exprs: List[Optional[ast.AST]] = []
@@ -2057,10 +2076,12 @@ class _ClassNamespace(dict):
 
 def bind_arguments(node: ast.AST, bound: Optional[Value], args: List[Value], kwargs: Dict[str, Value],
                    defaults: Optional[Dict[str, Value]], relpath: str = "",
-                   passed: Optional[Set[str]] = None) -> Tuple[Dict[str, Value], List[str]]:
+                   passed: Optional[Set[str]] = None,
+                   literal_defaults: Optional[Dict[str, Value]] = None) -> Tuple[Dict[str, Value], List[str]]:
     """Parameter name -> value for a call (unknown where the call does not say; ``defaults``: the
     values of defaults that are not literals, :attr:`FunctionInfo.default_values`); adds the names
-    the call passes to ``passed`` ("*" for ``*args``/``**kwargs`` of unknown content)."""
+    the call passes to ``passed`` ("*" for ``*args``/``**kwargs`` of unknown content);
+    ``literal_defaults``: :func:`parameter_defaults` of ``node``, where already known)."""
     spec = node.args  # type: ignore[attr-defined]
     positional = [a.arg for a in spec.posonlyargs + spec.args]
     names = positional + [a.arg for a in spec.kwonlyargs]
@@ -2100,7 +2121,9 @@ def bind_arguments(node: ast.AST, bound: Optional[Value], args: List[Value], kwa
         if unknown_rest:
             passed.add("*")
     if not unknown_rest:  # defaults: literal values, else what the expression was when the def ran
-        for name, default in parameter_defaults(node, relpath).items():
+        if literal_defaults is None:
+            literal_defaults = parameter_defaults(node, relpath)
+        for name, default in literal_defaults.items():
             if default is UNKNOWN and defaults:
                 default = defaults.get(name, UNKNOWN)
             env.setdefault(name, default)
@@ -2163,7 +2186,16 @@ def _flag_aliases(text: str) -> Tuple[str, str]:
 def _refuted_flags(test: ast.AST, module: SourceModule) -> Tuple[List[str], List[str]]:
     """The conditions known false in the then- and the else-branch of ``if test:`` (by their
     text, as :func:`condition_texts` writes them into origins): ``X`` is false in the else of
-    ``if X`` and of ``if X or Y``, ``not X`` in the then of ``if X``."""
+    ``if X`` and of ``if X or Y``, ``not X`` in the then of ``if X``. Not to be changed in place
+    (one pair per test, kept for the module)."""
+    key = ("refuted", id(test))
+    found = module.texts.get(key)
+    if found is None:
+        found = module.texts[key] = _refuted_flags_of(test, module)
+    return found
+
+
+def _refuted_flags_of(test: ast.AST, module: SourceModule) -> Tuple[List[str], List[str]]:
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
         false_in_else: List[str] = []
         for value in test.values:
@@ -2655,7 +2687,16 @@ def join_envs(a: Optional[Dict[str, Value]], b: Optional[Dict[str, Value]],
         return dict(a)
     out: Dict[str, Value] = {}
     texts: Optional[Tuple[str, str]] = None
-    for key in a.keys() | b.keys():
+    # the two sides are mostly copies of one environment: what neither changed is taken as it is
+    differing = []
+    for key, va in a.items():
+        vb = b.get(key)
+        if va is vb:
+            out[key] = va
+        else:
+            differing.append(key)
+    differing.extend(key for key in b if key not in a)
+    for key in differing:
         va, vb = a.get(key), b.get(key)
         if (va is None or vb is None) and "." in key:
             continue  # a field stored on one path only: reads go back to the field
@@ -2683,6 +2724,8 @@ def join_envs(a: Optional[Dict[str, Value]], b: Optional[Dict[str, Value]],
 
 def forget_fields(frame: Frame, name: str) -> None:
     """``name`` is rebound or handed on: its fields are read from the fields again."""
+    if name not in frame.narrowed:
+        return
     prefix = name + "."
     for key in [k for k in frame.env if k.startswith(prefix)]:
         del frame.env[key]
@@ -2782,6 +2825,14 @@ def _parameter_loop(node: ast.For) -> Optional[Tuple[ast.AST, FrozenSet[int]]]:
 
 def condition_texts(test: ast.AST, module: SourceModule) -> Tuple[str, str]:
     """The text of a branch test and of its negation, as conditions of evidence read them."""
+    key = ("condition", id(test))
+    found = module.texts.get(key)
+    if found is None:
+        found = module.texts[key] = _condition_texts_of(test, module)
+    return found
+
+
+def _condition_texts_of(test: ast.AST, module: SourceModule) -> Tuple[str, str]:
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         text = module.segment(test, 40)
         return text, module.segment(test.operand, 40)

@@ -11,15 +11,20 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import PurePosixPath
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from amp_lint.data.training import KNOWN_BY_NAME
 from amp_lint.semantics.values import Value
 
 Scope = ast.AST  # a Module, FunctionDef, AsyncFunctionDef or Lambda node
+
+
+#: where a ``global`` or ``nonlocal`` statement may begin (a file with none has no declarations)
+_DECLARATION = re.compile(r"(?:^|[;:])[ \t]*(?:global|nonlocal)[ \t\\]", re.MULTILINE)
 
 
 @dataclass(eq=False)
@@ -40,6 +45,8 @@ class SourceModule:
     #: module constants a top-level ``exec(...)``/``globals().update(...)`` may rebind (nanoGPT's
     #: ``exec(open('configurator.py').read())``): their values stay, but no branch is decided on them
     overridable: Set[str] = field(default_factory=set)
+    #: memo of texts derived from this module's nodes (branch conditions), by kind and node id
+    texts: Dict[Tuple[str, int], Any] = field(default_factory=dict, repr=False)
 
     @property
     def folder(self) -> str:
@@ -54,6 +61,11 @@ class SourceModule:
     def is_script(self) -> bool:
         """Whether the file has an ``if __name__ == "__main__":`` block (it is meant to be run)."""
         return any(isinstance(stmt, ast.If) and is_main_guard(stmt.test) for stmt in self.tree.body)
+
+    @cached_property
+    def may_declare(self) -> bool:
+        """Whether a ``global`` or ``nonlocal`` statement may be in its source (unknown source: yes)."""
+        return self.source is None or _DECLARATION.search(self.source) is not None
 
     @property
     def name(self) -> str:
@@ -139,6 +151,8 @@ class FunctionInfo:
         """The names its ``global`` and its ``nonlocal`` statements declare (its own scope only)."""
         globals_: Set[str] = set()
         nonlocals: Set[str] = set()
+        if not self.module.may_declare:
+            return globals_, nonlocals
         for node in walk_scope(self.node):
             if isinstance(node, ast.Global):
                 globals_.update(node.names)

@@ -325,7 +325,21 @@ class Obj(Value):
     attrs: Tuple[Tuple[str, Value], ...] = ()
 
     def get(self, name: str) -> Optional[Value]:
-        return _named(self.attrs, name)
+        # an argparse namespace holds hundreds of attributes: their index is built once, on first read
+        index = self.__dict__.get("_index")
+        if index is None:
+            index = dict(self.attrs) if len(self.attrs) > 8 else None
+            if index is None:
+                return _named(self.attrs, name)
+            object.__setattr__(self, "_index", index)
+        return index.get(name)
+
+    def __hash__(self) -> int:
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash((self.kind, self.attrs))
+            object.__setattr__(self, "_hash", cached)
+        return cached
 
     def set(self, name: str, value: Value) -> "Obj":
         attrs = dict(self.attrs)
@@ -551,15 +565,35 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
         return a
     wide = isinstance(a, Union) and a.wide or isinstance(b, Union) and b.wide
     if a is UNKNOWN:
-        return b.with_unknown() if not isinstance(b, Union) else _union(options(b) + (UNKNOWN,), wide)
+        return b.with_unknown() if not isinstance(b, Union) else _union(options(b) + (UNKNOWN,), wide, _settled(b))
     if b is UNKNOWN:
-        return a.with_unknown() if not isinstance(a, Union) else _union(options(a) + (UNKNOWN,), wide)
+        return a.with_unknown() if not isinstance(a, Union) else _union(options(a) + (UNKNOWN,), wide, _settled(a))
     ta, tb = type(a), type(b)
     if ta is tb and ta is not Union:
         merged = _join_same(a, b)
         if merged is not None:
             return merged
-    return _union(options(a) + options(b), wide)
+    return _union(options(a) + options(b), wide, _settled(a))
+
+
+def _settled(value: Value) -> int:
+    """How many of the options of ``value`` :func:`_union` may take as they are: all of them where
+    no two can merge (modules of different classes, a registry's classes, one value of every other
+    kind that merges), else none (a union of a known and an unknown string merges them again)."""
+    if not isinstance(value, Union):
+        return 1
+    found = value.__dict__.get("_settled")
+    if found is None:
+        kinds: Set[Any] = set()
+        found = len(value.options)
+        for member in options(value):
+            kind = (member.cls, member.mode) if type(member) is Module else type(member)  # type: ignore[attr-defined]
+            if type(member) in _MERGING and kind in kinds:
+                found = 0
+                break
+            kinds.add(kind)
+        object.__setattr__(value, "_settled", found)
+    return found
 
 
 def trained_casts(module: "Module") -> Tuple[Origin, ...]:
@@ -635,10 +669,13 @@ def registry_join(values: Iterable[Optional[Value]]) -> Value:
     return join(out, UNKNOWN) if len(known) < len(found) and known else out  # as join treats unknown
 
 
-def _union(values: Iterable[Value], wide: bool = False) -> Value:
-    """A Union of ``values``, members of the same kind merged (one value per kind)."""
-    members: list = []
-    for value in values:
+def _union(values: Iterable[Value], wide: bool = False, settled: int = 0) -> Value:
+    """A Union of ``values``, members of the same kind merged (one value per kind). ``settled``: how
+    many of the first values are already a union's members (distinct, none merging with another),
+    taken as they are: joining one value into a registry's hundred classes stays linear."""
+    values = tuple(values)
+    members: list = list(values[:settled])
+    for value in values[settled:]:
         for i, member in enumerate(members):
             if type(member) is type(value) and member is not UNKNOWN:
                 merged = _join_same(member, value)
@@ -706,6 +743,8 @@ def _of_a_module(value: Value) -> bool:
 
 
 def _join_same(a: Value, b: Value) -> Optional[Value]:
+    """The join of two values of one kind, None where they stay apart in a union. Only the kinds
+    in :data:`_MERGING` ever merge."""
     if isinstance(a, Tensor):
         assert isinstance(b, Tensor)
         origin = a.origin if (a.origin is not None and (a.half or a.graph & HALF)) or b.origin is None else b.origin
@@ -781,6 +820,10 @@ def _join_same(a: Value, b: Value) -> Optional[Value]:
     return None
 
 
+#: the kinds of value :func:`_join_same` may merge (other kinds stay apart in a union)
+_MERGING = frozenset({Tensor, Scalar, Module, Seq, Coll, Obj, Autocast, DType, DictVal})
+
+
 def _elem(value: Value) -> Value:
     if isinstance(value, Seq):
         out: Optional[Value] = None
@@ -803,18 +846,19 @@ def _elem(value: Value) -> Value:
 def covers(wide: Value, value: Value) -> bool:
     """Whether ``wide`` holds whatever ``value`` holds, evidence (origins, sites) aside: a summary
     computed for ``wide`` then answers for ``value`` too."""
+    if wide is value or wide == value:
+        return True
     return shape(join(wide, value)) == shape(wide)
 
 
 def shape(value: Value) -> Any:
     """``value`` with its evidence erased, for comparison."""
-    if isinstance(value, (Tensor, Module, DType, Autocast)):
-        value = replace(value, origin=None)
-        if isinstance(value, Module):
-            return replace(value, site=None, items=tuple(shape(v) for v in value.items))
+    # tensors, dtypes, autocasts and scalars compare and hash without their evidence (origin, site)
+    if isinstance(value, (Tensor, DType, Autocast, Scalar)):
         return value
-    if isinstance(value, Scalar):
-        return replace(value, site=None)
+    if isinstance(value, Module):
+        return replace(value, origin=None, site=None, items=tuple(shape(v) for v in value.items)) \
+            if value.items else value
     if isinstance(value, Union):
         return frozenset(shape(v) for v in options(value))
     if isinstance(value, Seq):
@@ -861,9 +905,13 @@ def without_condition(value: Value, condition: str) -> Value:
         cast = value.cast & ~HALF
         return replace(value, cast=cast, cast_unknown=value.cast_unknown or not cast, origin=None, also=())
     if isinstance(value, Union):
-        return _union(without_condition(v, condition) for v in options(value))
+        members = [without_condition(v, condition) for v in options(value)]
+        if all(m is v for m, v in zip(members, options(value))):
+            return value
+        return _union(members)
     if isinstance(value, Seq):
-        return Seq(tuple(without_condition(v, condition) for v in value.items))
+        items = tuple(without_condition(v, condition) for v in value.items)
+        return value if all(m is v for m, v in zip(items, value.items)) else Seq(items, value.names)
     return value
 
 
