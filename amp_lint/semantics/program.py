@@ -10,6 +10,7 @@ file's package. Whatever does not resolve to a file of the project is an externa
 from __future__ import annotations
 
 import ast
+import bisect
 import os
 import re
 from dataclasses import dataclass, field
@@ -63,9 +64,20 @@ class SourceModule:
         return any(isinstance(stmt, ast.If) and is_main_guard(stmt.test) for stmt in self.tree.body)
 
     @cached_property
-    def may_declare(self) -> bool:
-        """Whether a ``global`` or ``nonlocal`` statement may be in its source (unknown source: yes)."""
-        return self.source is None or _DECLARATION.search(self.source) is not None
+    def declaration_lines(self) -> Optional[List[int]]:
+        """The lines where a ``global`` or ``nonlocal`` statement may begin, in order (None: the
+        source is unknown, any line may)."""
+        if self.source is None:
+            return None
+        return [self.source.count("\n", 0, m.start()) + 1 for m in _DECLARATION.finditer(self.source)]
+
+    def may_declare(self, first: int, last: int) -> bool:
+        """Whether a ``global`` or ``nonlocal`` statement may begin between lines ``first`` and ``last``."""
+        lines = self.declaration_lines
+        if lines is None:
+            return True
+        at = bisect.bisect_left(lines, first)
+        return at < len(lines) and lines[at] <= last
 
     @property
     def name(self) -> str:
@@ -151,7 +163,8 @@ class FunctionInfo:
         """The names its ``global`` and its ``nonlocal`` statements declare (its own scope only)."""
         globals_: Set[str] = set()
         nonlocals: Set[str] = set()
-        if not self.module.may_declare:
+        node = self.node
+        if not self.module.may_declare(node.lineno, getattr(node, "end_lineno", None) or node.lineno):
             return globals_, nonlocals
         for node in walk_scope(self.node):
             if isinstance(node, ast.Global):
