@@ -708,6 +708,53 @@ def test_apex_o2_returns_float32_outputs_from_a_half_forward(tmp_path: Path) -> 
     assert "float16" in asked
 
 
+def test_apex_over_a_list_of_models_at_a_level_chosen_at_run_time(tmp_path: Path) -> None:
+    """``amp.initialize([a, b], opt, opt_level="O%d" % args.level)``: each model of the list is
+    initialised; at a level known only at run time it is apex-O1 patched or, at O2/O3, cast to
+    float16 under that condition (positive evidence, as a cast under ``if args.fp16:`` is), so a
+    loss computed inside its forward is a finding that names the condition. Before, a list of
+    models was left as it was and a level of unknown text cast nothing."""
+    code = """
+    import argparse
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+    from apex import amp
+    class Ranker(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.head = nn.Linear(16, 64)
+        def forward(self, x, labels):
+            return F.nll_loss(F.log_softmax(self.head(x).float(), -1), labels), self.head(x).sum()
+    class Job:
+        PARTS = ("ranker", "helper")
+        def __init__(self, level):
+            self.ranker, self.helper = Ranker(), Ranker()
+            self.opt = torch.optim.SGD(self.ranker.parameters(), lr=0.1)
+            parts = [getattr(self, name) for name in self.PARTS]
+            parts, self.opt = amp.initialize(parts, self.opt, opt_level="O%d" % level)
+            for name, part in zip(self.PARTS, parts):
+                setattr(self, name, part)
+        def run(self, x, y):
+            loss, total = self.ranker(x, y)
+            with amp.scale_loss(loss, self.opt) as scaled:
+                scaled.backward()
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--level", type=int, default=1)
+    Job(parser.parse_args().level).run(torch.randn(2, 16), torch.tensor([0, 1]))
+    """
+    (tmp_path / "m.py").write_text(textwrap.dedent(code).lstrip("\n"), encoding="utf-8")
+    result = subprocess.run([sys.executable, "-m", "amp_lint", "check", "--isolated", "--no-cache",
+                             "--output-format", "json", str(tmp_path / "m.py")], capture_output=True, text=True)
+    found = [f for f in json.loads(result.stdout) if f["code"] != "AMP502"]
+    assert [(f["location"]["row"], f["code"]) for f in found] == [(11, "AMP203")]
+    assert "in ('O2', 'O3')" in found[0]["message"]
+    # a known level: O1 patches (no cast), O0 leaves the model float32
+    for level in ("O0", "O1"):
+        known = code.replace('opt_level="O%d" % level', f'opt_level="{level}"')
+        assert [c for c in _codes(tmp_path, known) if not c.endswith("AMP502")] == []
+
+
 def test_a_vendored_apex_is_the_library_from_inside_and_from_above(tmp_path: Path) -> None:
     """A repository that ships its own copy of apex (``apex/amp/...``): ``from apex import amp`` is
     still NVIDIA apex (AMP502; O2's master weights), whether the run starts in the repository, where

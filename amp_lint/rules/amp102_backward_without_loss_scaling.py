@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import ast
+from typing import List
 
 from amp_lint.findings import Applicability, Severity
 from amp_lint.rules._training import migration_plan, training_model
 from amp_lint.rules.base import Invalid, Rule, Valid
 from amp_lint.semantics.torch_api import node_key
-from amp_lint.semantics.values import F16
+from amp_lint.semantics.values import F16, Tensor
 
 
 class BackwardWithoutLossScaling(Rule):
@@ -25,8 +26,10 @@ class BackwardWithoutLossScaling(Rule):
     model cast wholesale to float16 (PURE_FP16) - when nothing scales it: no `GradScaler`, no
     apex `amp.scale_loss`, no hand-written `loss * loss_scale`. Loops whose backward belongs to
     a framework (`accelerator.backward`, a DeepSpeed engine, a fairseq/apex master-weight
-    optimizer's `optimizer.backward(loss)`) are not `loss.backward()` and are not reported.
-    bfloat16 needs no loss scaling and is not reported.
+    optimizer's `optimizer.backward(loss)`) are not `loss.backward()` and are not reported, nor is
+    a plain backward beside one that apex's `amp.scale_loss` scales, on parameters that only apex
+    made float16 (the path that does not use apex). bfloat16 needs no loss scaling and is not
+    reported.
 
     ## Why is this bad?
     fp16's smallest subnormal is 6e-8 and its smallest normal 6.1e-5: many activation gradients
@@ -90,6 +93,23 @@ class BackwardWithoutLossScaling(Rule):
                     else:
                         optimizer.step()
                     optimizer.zero_grad()
+        """),
+        Valid("""
+        # the plain backward is on the path that does not use apex; the other one scales with apex
+        import torch
+        from apex import amp
+        model = torch.nn.Linear(16, 4).cuda()
+        optimizer = torch.optim.Adam(model.parameters())
+        if level >= 0:
+            model, optimizer = amp.initialize(model, optimizer, opt_level="O%d" % level)
+        for x, y in loader:
+            loss = torch.nn.functional.cross_entropy(model(x).float(), y)
+            if level < 0:
+                loss.backward()
+            else:
+                with amp.scale_loss(loss, optimizer) as scaled:
+                    scaled.backward()
+            optimizer.step()
         """),
     ]
     INVALID = [
@@ -279,6 +299,12 @@ class BackwardWithoutLossScaling(Rule):
             pure = step.graph & F16 and not autocast
             if not (autocast or pure):
                 continue
+            if pure and _apex_origins_only(tensors) and any(
+                    model.apex_scaled(other) for other in step.backwards if other is not step.backward):
+                # the float16 parameters are apex's and another backward of this loop or function
+                # is scaled by apex's ``amp.scale_loss``: this one is on the path that does not use
+                # apex (``if params.amp == -1: loss.backward() else: with amp.scale_loss(...)``)
+                continue
             context = "AUTOCAST_FP16" if autocast else "PURE_FP16"
             origin = next((t.origin for t in tensors if t.origin is not None and t.origin.condition), None)
             condition = origin.condition if origin is not None else None
@@ -306,3 +332,9 @@ class BackwardWithoutLossScaling(Rule):
                 message += f" (not migrated automatically: {reason})"
             self.report(step.backward.node, message, fix=fix, precision_context=context,
                         evidence=step.backward.observations[0].evidence(tensors[0] if tensors else None))
+
+
+def _apex_origins_only(tensors: List[Tensor]) -> bool:
+    """No half evidence of ``tensors`` names a cast other than apex's ``amp.initialize`` (a loss
+    cast back with ``.float()`` keeps no origin)."""
+    return all(t.origin.kind == "apex" for t in tensors if t.origin is not None)

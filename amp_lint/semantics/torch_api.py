@@ -21,7 +21,7 @@ from amp_lint.semantics.values import (
     BF16, BOOL, F16, F32, F64, FLOATS, HALF, INT, NONE, OPEN_KEYS, UNKNOWN, Autocast, Builtin, ClassVal, Coll,
     DictVal, DType, Star, Ext, FuncVal, Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Value,
     bits, element, join, known_strings, module_casts, obj, options, promote, python_scalar, registry_join, shape,
-    trained_casts, union_of,
+    trained_casts, union_of, with_condition,
 )
 
 if TYPE_CHECKING:
@@ -1398,18 +1398,39 @@ def apex_initialize(frame: "Frame", positional: List[Value], kwargs: Dict[str, V
     optimizer = kwargs.get("optimizers") or (positional[1] if len(positional) > 1 else UNKNOWN)
     level = kwargs.get("opt_level")
     name = level.value if isinstance(level, Scalar) and isinstance(level.value, str) else None
+    if level is None:
+        name = "O1"  # apex's default opt_level
     origin = _origin(frame, node, "apex")
-    if isinstance(model, Module):
+    # apex patches an O2/O3 model's forward: floating inputs cast to half, outputs to float32
+    # (unless ``cast_model_outputs`` names another dtype)
+    mode = "" if "cast_model_outputs" in kwargs else APEX_CAST_IO
+
+    def initialised(model: Value) -> Value:
+        if isinstance(model, Seq):  # ``amp.initialize([encoder, decoder], ...)``
+            return Seq(tuple(initialised(item) for item in model.items), model.names)
+        if isinstance(model, Coll):
+            return Coll(initialised(model.elem), tuple(initialised(item) for item in model.prefix))
+        if len(options(model)) > 1:
+            out: Optional[Value] = None
+            for option in options(model):
+                out = join(out, initialised(option))
+            return out if out is not None else model
+        if not isinstance(model, Module):
+            return model
         if name == "O1":
-            model = Module(model.cls, model.cast, model.cast_unknown, origin, model.items, master=True)
-            model = _mark_apex(model)
-        elif name in ("O2", "O3"):
-            # apex patches this model's forward: floating inputs cast to half, outputs to float32
-            # (unless ``cast_model_outputs`` names another dtype)
-            mode = "" if "cast_model_outputs" in kwargs else APEX_CAST_IO
-            model = Module(model.cls, F16, False, origin, model.items, master=(name == "O2"), mode=mode)
-        elif name is None:
-            model = Module(model.cls, model.cast, True, origin, model.items, master=True)
+            return _mark_apex(Module(model.cls, model.cast, model.cast_unknown, origin, model.items, master=True))
+        if name in ("O2", "O3"):
+            return Module(model.cls, F16, False, origin, model.items, master=(name == "O2"), mode=mode)
+        if name is not None:  # O0: float32 as it was
+            return model
+        # an opt level chosen at run time (``'O%i' % params.amp``): apex-O1 patched, or (at O2/O3)
+        # cast to float16 - under that condition, as a cast under ``if args.fp16:`` is
+        condition = f"{_keyword_text(frame, node, 'opt_level')} in ('O2', 'O3')"
+        patched = _mark_apex(Module(model.cls, model.cast, model.cast_unknown, origin, model.items, master=True))
+        cast = Module(model.cls, F16, False, origin, model.items, master=True, mode=mode)
+        return join(patched, with_condition(cast, condition))
+
+    model = initialised(model)
     if isinstance(optimizer, Obj) and optimizer.kind == "optimizer":
         optimizer = optimizer.set("master", Scalar("bool", name in ("O1", "O2") or name is None))
         optimizer = optimizer.set("loss_scaler", Scalar("str", "apex"))
@@ -1459,6 +1480,14 @@ def cast_floating(value: Value, dtype: int) -> Value:
     """``value`` with each floating tensor in it cast to ``dtype`` (apex's ``applier(..., to_type)``)."""
     return map_tensors(value, lambda t: replace(t, dtypes=(t.dtypes & ~FLOATS) | dtype, graph=t.low_graph, param=False)
                        if t.dtypes & FLOATS else t)
+
+
+def _keyword_text(frame: "Frame", node: Optional[ast.AST], keyword: str) -> str:
+    """The source text of a call's ``keyword=`` argument ("?" where it is not there)."""
+    for kw in getattr(node, "keywords", ()):
+        if kw.arg == keyword:
+            return frame.module.segment(kw.value, 40)
+    return "?"
 
 
 def _mark_apex(model: Module) -> Module:

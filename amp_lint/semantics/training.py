@@ -320,6 +320,10 @@ class TrainingModel:
                  "clip": step.clips, "step_via": step.steps_via}[other.kind].append(other)
         return step
 
+    def apex_scaled(self, event: Event) -> bool:
+        """Whether the backward ``event`` runs on a loss apex's ``amp.scale_loss`` scaled."""
+        return self._apex_with(event) is not None
+
     def _apex_with(self, event: Event) -> Optional[ast.With]:
         """``with amp.scale_loss(loss, opt) as scaled: scaled.backward()``: the with statement."""
         receiver = event.receiver
