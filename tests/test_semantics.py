@@ -1128,6 +1128,45 @@ def test_a_cast_back_to_the_callers_half_is_no_evidence_of_half(tmp_path: Path) 
     assert values["w"] == "tensor float32"
 
 
+def test_a_cast_back_in_a_forward_whose_input_is_unknown_or_maybe_a_number(tmp_path: Path) -> None:
+    """A layer that computes in float32 and casts back only when its input was half (``was_half =
+    inp.dtype == torch.float16`` ... ``if was_half: out = out.half()``) makes nothing half where the
+    input of its ``forward`` is of unknown value (a chain of layers applied to a loader's batch)
+    or may be a tensor or a Python number (a number has no ``dtype``): before, the cast back was
+    taken as a half cast under ``was_half``, and the layer after it reported a float16 reduction.
+    A plain function's argument of unknown value may still be a config (the test below)."""
+    code = """
+    import torch
+    from torch import nn
+    class Stat(nn.Module):
+        def forward(self, h):
+            centred = h - h.mean(1, keepdim=True)
+            return centred.pow(2).mean(1, keepdim=True)
+    class Restoring(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stat = Stat()
+        def forward(self, inp, scale=1.0):
+            was_half = inp.dtype == torch.float16
+            if was_half:
+                inp = inp.float()
+            out = inp * scale
+            if was_half:
+                out = out.half()
+            return self.stat(out)
+    def chain(layers, x):
+        for layer in layers:
+            x = layer(x)
+        return x
+    def main(loader, offset):
+        layers = [Restoring(), Restoring()]
+        for batch in loader:
+            chain(layers, batch)
+        chain(layers, torch.randn(4, 8) if offset else 3.0)
+    """
+    assert _codes(tmp_path, code) == []
+
+
 def test_a_dtype_test_on_a_config_of_unknown_value_stays_undecided(tmp_path: Path) -> None:
     """``cfg.dtype == torch.float16`` reads an unknown object, maybe a config, not an activation:
     the branch that casts the model to half may run, and its softmax is found."""

@@ -1366,16 +1366,20 @@ class Interpreter:
 
     @staticmethod
     def _activation_dtype_read(node: ast.AST, frame: Frame) -> bool:
-        """``x.dtype`` of an activation: ``x`` (already evaluated) is a tensor on every path and
-        no parameter (not ``self.weight.dtype``, nor a module's or a config's ``dtype``), or, in a
-        function no caller is seen to call, a value the analysis knows nothing of (an argument): a
-        branch taken only when such a value is already half is no evidence of half either."""
+        """``x.dtype`` of an activation: ``x`` (already evaluated) is a tensor on every path where it
+        has a dtype (a path where it is a Python number raises) and no parameter (not
+        ``self.weight.dtype``, nor a module's or a config's ``dtype``), or a value the analysis
+        knows nothing of that is an input of a module's ``forward`` or an argument of a function no
+        caller is seen to call: a branch taken only when such a value is already half is no
+        evidence of half either."""
         if not (isinstance(node, ast.Attribute) and node.attr == "dtype"):
             return False
         receiver = frame.record.values.get(id(node.value))
-        if receiver is UNKNOWN:
-            return frame.record.context_free
-        return receiver is not None and all(isinstance(o, Tensor) and not o.param for o in options(receiver))
+        if receiver is UNKNOWN:  # an argument of unknown value is an activation where it is forward's
+            return frame.record.context_free or _forward_input(node.value, frame)
+        # a tensor that may also be a Python number (which has no ``.dtype``: that path raises)
+        return receiver is not None and any(isinstance(o, Tensor) for o in options(receiver)) and all(
+            isinstance(o, Tensor) and not o.param or isinstance(o, Scalar) for o in options(receiver))
 
     def _e_ifexp(self, node: ast.IfExp, frame: Frame) -> Value:
         test = self.ev(node.test, frame)
@@ -2489,6 +2493,16 @@ def none_test(op: ast.cmpop, value: Value) -> Optional[bool]:
     return outcome if isinstance(op, ast.Is) else not outcome
 
 
+def _forward_input(node: ast.AST, frame: Frame) -> bool:
+    """``node`` names an input of a module's ``forward`` (not ``self``): an activation."""
+    info = frame.info
+    if info is None or info.name != "forward" or "." not in info.qualname or not isinstance(node, ast.Name):
+        return False
+    spec = info.node.args  # type: ignore[attr-defined]
+    inputs = [a.arg for a in spec.posonlyargs + spec.args][1:] + [a.arg for a in spec.kwonlyargs]
+    return node.id in inputs and node.id not in frame.assigned
+
+
 def dtype_test(op: ast.cmpop, left: Value, right: Value, unknown_is_not_half: bool = False) -> Optional[bool]:
     """The outcome of ``x.dtype == torch.float16`` (``!=``, ``is``, ``is not``, ``in (...)``,
     ``not in``) when the dtypes decide it, else None.
@@ -2517,6 +2531,10 @@ def dtype_test(op: ast.cmpop, left: Value, right: Value, unknown_is_not_half: bo
             return None
     else:
         return None
+    if unknown_is_not_half and isinstance(tested, Union):
+        # an activation's ``x.dtype`` where ``x`` may also be a number (no dtype: that path
+        # raises): the dtypes of its tensors
+        tested = next((o for o in options(tested) if isinstance(o, DType)), DType(0, True))
     if tested is UNKNOWN and unknown_is_not_half:
         tested = DType(0, True)  # ``x.dtype`` of a value the analysis knows nothing of
     if not isinstance(tested, DType):
