@@ -58,6 +58,16 @@ class FillValueFromWrongDtype(Rule):
         scores = scores.masked_fill(scores > 0, torch.finfo(scores.dtype).min)
         """),
         Valid("""
+        # the mask is made in the dtype whose finfo fills it, whichever of two that is
+        import sys
+        import torch
+        q = torch.randn(4, 8, device="cuda")
+        if "--half" in sys.argv:
+            q = q.half()
+        bias = torch.ones(4, 4, dtype=q.dtype, device=q.device).triu(diagonal=1)
+        bias.masked_fill_(bias.bool(), torch.finfo(q.dtype).min)
+        """),
+        Valid("""
         import sys
         import torch
         scores = torch.randn(4, 4)
@@ -144,7 +154,7 @@ class FillValueFromWrongDtype(Rule):
                 tensor = site.tensor
                 if not isinstance(value, Scalar) or value.finfo is None or tensor is None:
                     continue
-                if _finfo_of_filled(site):
+                if _finfo_of_filled(site) or self._made_in_finfo_dtype(site):
                     continue  # finfo(t.dtype) filling t: right by construction, whatever t's dtypes
                 source, which = value.finfo
                 pairs = [(s_bit, d_bit) for s_bit in bits(source) for d_bit in bits(tensor.dtypes & (F16 | BF16))]
@@ -170,6 +180,34 @@ class FillValueFromWrongDtype(Rule):
                            Applicability.SAFE if exact else Applicability.UNSAFE,
                            lambda fctx: self._fix(fctx, site, back, site.filled is not None, exact, attr))
         self.report_hazard(node, hazards, fix=plan)
+
+    def _made_in_finfo_dtype(self, site: FillSite) -> bool:
+        """``t = torch.ones(..., dtype=E)`` (or ``.to(E)``), then in the same block, with no other
+        store to ``t`` between, ``t.masked_fill_(m, torch.finfo(E).min)``: the finfo is of the
+        dtype ``t`` was made in, whichever that is (a non-relational analysis sees "float16 or
+        float32" on each side and cannot pair them)."""
+        call = _finfo_call(site.value)
+        filled = site.filled
+        if call is None or len(call.args) != 1 or not isinstance(filled, ast.Name):
+            return False
+        wanted = ast.dump(call.args[0])
+        stack = self.ctx.stack
+        for owner, statement in zip(reversed(stack[:-1]), reversed(stack[1:])):
+            for name in ("body", "orelse", "finalbody"):
+                block = getattr(owner, name, None)
+                if not isinstance(block, list):
+                    continue
+                index = next((i for i, s in enumerate(block) if s is statement), None)
+                if index is None:
+                    continue
+                for before in reversed(block[:index]):
+                    if not any(isinstance(n, ast.Name) and n.id == filled.id and isinstance(n.ctx, ast.Store)
+                               for n in ast.walk(before)):
+                        continue
+                    return isinstance(before, ast.Assign) and len(before.targets) == 1 \
+                        and _dtype_argument(before.value) == wanted
+                return False
+        return False
 
     @staticmethod
     def _fix(fctx: FixContext, site: FillSite, back: ast.AST, of_tensor: bool, exact: bool,
@@ -207,6 +245,27 @@ def _finfo_of_filled(site: FillSite) -> bool:
     arg = call.args[0]
     return (isinstance(arg, ast.Attribute) and arg.attr == "dtype"
             and ast.dump(arg.value) == ast.dump(site.filled))
+
+
+def _dtype_argument(expr: ast.AST) -> Optional[str]:
+    """The dumped ``dtype=`` of a factory call, or the argument of a ``.to(E)``/``.type(E)`` at the
+    end of a method chain (``torch.ones(n, dtype=E).triu(1)``: the factory's)."""
+    while isinstance(expr, ast.Call):
+        keyword = next((k.value for k in expr.keywords if k.arg == "dtype"), None)
+        if keyword is not None:
+            return ast.dump(keyword)
+        func = expr.func
+        if isinstance(func, ast.Attribute) and func.attr in ("to", "type") and len(expr.args) == 1:
+            return ast.dump(expr.args[0])
+        if not (isinstance(func, ast.Attribute) and func.attr in _KEEPS_DTYPE):
+            return None
+        expr = func.value
+    return None
+
+
+#: tensor methods that keep their receiver's dtype (a chain ending in them is made in the factory's)
+_KEEPS_DTYPE = frozenset({"triu", "tril", "contiguous", "view", "reshape", "expand", "unsqueeze", "squeeze",
+                          "clone", "detach", "transpose", "permute", "repeat", "flip", "cuda"})
 
 
 def _finfo_call(expr: ast.AST) -> Optional[ast.Call]:
