@@ -1167,6 +1167,73 @@ def test_a_cast_back_in_a_forward_whose_input_is_unknown_or_maybe_a_number(tmp_p
     assert _codes(tmp_path, code) == []
 
 
+def test_a_cast_in_another_program_is_no_evidence_in_this_one(tmp_path: Path) -> None:
+    """Two scripts share a wrapper class that keeps the model in a field: the inference script
+    wraps a model cast to half, the training script an fp32 one. The field joins both, but the
+    two programs share no objects at run time: the training run's exp of the model's output is not
+    half, nor its loss at ``.backward()``. Before, the inference script's cast showed up in the
+    training run as AMP204 and AMP102. A training script that imports the other one, or that
+    makes something half itself, keeps it."""
+    lib = """
+    import torch
+    from torch import nn
+    class Scorer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 8)
+        def forward(self, x):
+            return self.fc(x)
+    class Runner:
+        def __init__(self, net):
+            self.net = net
+        def sample(self, x):
+            return self.net(x).argmax(-1)
+        def loss(self, x):
+            return torch.exp(self.net(x)).mean()
+    """
+    infer = """
+    import torch
+    from lib import Runner, Scorer
+    def main():
+        runner = Runner(Scorer().cuda().half())
+        print(runner.sample(torch.randn(2, 8).cuda().half()))
+    if __name__ == "__main__":
+        main()
+    """
+    train = """
+    import torch
+    from lib import Runner, Scorer
+    def main():
+        runner = Runner(Scorer().cuda())
+        opt = torch.optim.SGD(runner.net.parameters(), lr=0.1)
+        for _ in range(3):
+            loss = runner.loss(torch.randn(2, 8).cuda())
+            loss.backward()
+            opt.step()
+    if __name__ == "__main__":
+        main()
+    """
+
+    def codes(files: Dict[str, str]) -> List[str]:
+        for name, text in files.items():
+            (tmp_path / name).write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+        result = subprocess.run([sys.executable, "-m", "amp_lint", "check", "--isolated", "--no-cache",
+                                 "--select", "AMP102,AMP2", "--output-format", "json", str(tmp_path)],
+                                capture_output=True, text=True)
+        return sorted(f"{Path(f['filename']).name}:{f['location']['row']}: {f['code']}"
+                      for f in json.loads(result.stdout or "[]"))
+
+    assert codes({"lib.py": lib, "infer.py": infer, "train.py": train}) == []
+    # the training script imports the inference one: its casts may run in this program
+    imports = train.replace("from lib import Runner, Scorer", "from lib import Runner, Scorer\n    import infer")
+    assert codes({"train.py": imports}) == ["lib.py:15: AMP204", "train.py:9: AMP102"]
+    # ... and so does one that makes something half itself: a summary shared by equal calls may
+    # name the other program's cast for its own, so the evidence is kept there
+    casting = train.replace("runner = Runner(Scorer().cuda())", "runner = Runner(Scorer().cuda())\n"
+                            "        noise = torch.randn(2, 8).cuda().half()")
+    assert codes({"train.py": casting})[:1] == ["lib.py:15: AMP204"]
+
+
 def test_a_dtype_test_on_a_config_of_unknown_value_stays_undecided(tmp_path: Path) -> None:
     """``cfg.dtype == torch.float16`` reads an unknown object, maybe a config, not an activation:
     the branch that casts the model to half may run, and its softmax is found."""

@@ -92,7 +92,9 @@ def half_of(obs: Observation, node: Optional[ast.AST]) -> Optional[Tensor]:
         return None
     value = obs.value(node)
     tensor = half_tensor(value)
-    return None if tensor is not None and obs.autocast_state_unknown_for(value) else tensor
+    if tensor is not None and (obs.autocast_state_unknown_for(value) or obs.half_from_another_program(value)):
+        return None
+    return tensor
 
 
 def has_half_dtype(tensor: Tensor, dtype_bits: int = HALF) -> bool:

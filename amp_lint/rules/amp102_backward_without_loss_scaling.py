@@ -28,7 +28,9 @@ class BackwardWithoutLossScaling(Rule):
     a framework (`accelerator.backward`, a DeepSpeed engine, a fairseq/apex master-weight
     optimizer's `optimizer.backward(loss)`) are not `loss.backward()` and are not reported, nor is
     a plain backward beside one that apex's `amp.scale_loss` scales, on parameters that only apex
-    made float16 (the path that does not use apex). bfloat16 needs no loss scaling and is not
+    made float16 (the path that does not use apex), nor one whose loss is half only through a cast
+    in another program (another script with a `__main__` block that this one does not import,
+    whose model reached a class field both use). bfloat16 needs no loss scaling and is not
     reported.
 
     ## Why is this bad?
@@ -299,6 +301,9 @@ class BackwardWithoutLossScaling(Rule):
             pure = step.graph & F16 and not autocast
             if not (autocast or pure):
                 continue
+            if step.backward.observations and all(obs.half_from_another_program(obs.value(step.loss))
+                                                  for obs in step.backward.observations):
+                continue  # made half only by a cast in another program (a field both programs' runs share)
             if pure and _apex_origins_only(tensors) and any(
                     model.apex_scaled(other) for other in step.backwards if other is not step.backward):
                 # the float16 parameters are apex's and another backward of this loop or function

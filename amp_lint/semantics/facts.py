@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Tuple
+from pathlib import PurePosixPath
+from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 from amp_lint.semantics.interpreter import Interpreter, Record, State, condition_texts
 from amp_lint.semantics.program import SourceModule
@@ -35,10 +36,11 @@ class Evidence:
 class Observation:
     """One context in which a node ran."""
 
-    __slots__ = ("record",)
+    __slots__ = ("record", "facts")
 
-    def __init__(self, record: Record) -> None:
+    def __init__(self, record: Record, facts: Optional["Facts"] = None) -> None:
         self.record = record
+        self.facts = facts
 
     def value(self, node: Optional[ast.AST]) -> Value:
         if node is None:
@@ -92,6 +94,19 @@ class Observation:
                    for o in ((option.origin,) if option.origin is not None else ()) + option.also]
         return bool(origins) and all(o.kind == "autocast" and not (o.path == record.module.relpath
                                                                    and first <= o.line <= last) for o in origins)
+
+    def half_from_another_program(self, value: Value) -> bool:
+        """The half evidence of ``value`` is all from casts in another program: a script of its
+        own (a ``__main__`` block) that the script running this context neither is nor imports
+        (an inference script's ``model.half()`` reaching a training script's run through a field
+        of a wrapper class both use). Separate programs share no objects at run time."""
+        if self.facts is None or not self.record.stack:
+            return False
+        entry = self.record.stack[0].path
+        origins = [o for option in options(value)
+                   if isinstance(option, Tensor) and (option.half or option.graph & HALF)
+                   for o in ((option.origin,) if option.origin is not None else ()) + option.also]
+        return bool(origins) and all(self.facts.another_program(entry, o.path) for o in origins)
 
     def label(self, dtypes: int) -> str:
         """The precision context label of a half value here (AUTOCAST_FP16, PURE_BF16, ...)."""
@@ -176,7 +191,7 @@ class Facts:
         if index is None:
             index = self._index[id(scope)] = {}
             for record in self.interpreter.records.get(id(scope), ()):
-                observation = Observation(record)
+                observation = Observation(record, self)
                 for key in record.values:
                     found = index.get(key)
                     if found is None:
@@ -184,6 +199,43 @@ class Facts:
                     else:
                         found.append(observation)
         return index.get(id(node), _NONE)
+
+    def another_program(self, entry: str, origin: str) -> bool:
+        """Whether the file ``origin`` is a program of its own apart from the script ``entry``:
+        both have a ``__main__`` block, ``entry`` does not import ``origin`` (by its name), and
+        ``entry`` casts no model to half itself (where it does, a summary shared by equal calls
+        may name the other program's cast for its own)."""
+        if entry == origin:
+            return False
+        if entry in self._files_casting_to_half():
+            return False
+        by_path = self.__dict__.get("_by_path")
+        if by_path is None:
+            by_path = self.__dict__["_by_path"] = {m.relpath: m for m in self.interpreter.modules}
+        running, other = by_path.get(entry), by_path.get(origin)
+        if running is None or other is None or not running.is_script or not other.is_script:
+            return False
+        stem = PurePosixPath(origin).stem
+        return stem not in _imported_names(running)
+
+    def _files_casting_to_half(self) -> Set[str]:
+        """The files whose own code makes a value half (a module or tensor cast, a half factory, an
+        autocast region): the origin of a half value the analysis saw there is in the file."""
+        found = self.__dict__.get("_casting")
+        if found is None:
+            found = set()
+            for records in self.interpreter.records.values():
+                for record in records:
+                    path = record.module.relpath
+                    if path in found:
+                        continue
+                    for value in record.values.values():
+                        if any(isinstance(o, (Tensor, Module)) and o.origin is not None and o.origin.path == path
+                               and (o.dtypes if isinstance(o, Tensor) else o.cast) & HALF for o in options(value)):
+                            found.add(path)
+                            break
+            self.__dict__["_casting"] = found
+        return found
 
     def master_wrapped(self, site: Optional[str]) -> bool:
         """Whether the optimizer created at ``site`` is handed to a master-weight wrapper anywhere."""
@@ -272,3 +324,20 @@ def describe(value: Value) -> str:
             parts.append(type(option).__name__.lower() + (f" {option.value!r}" if getattr(option, "value", None)
                                                             is not None else ""))
     return " | ".join(parts) if parts else "unknown"
+
+
+def _imported_names(module: SourceModule) -> Set[str]:
+    """Every name an import statement of ``module`` mentions (modules, their parts, imported names)."""
+    found = module.__dict__.get("_imported_names")
+    if found is None:
+        found = set()
+        for node in ast.walk(module.tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    found.update(alias.name.split("."))
+            elif isinstance(node, ast.ImportFrom):
+                found.update((node.module or "").split("."))
+                found.update(alias.name for alias in node.names)
+        module.__dict__["_imported_names"] = found
+    return found
+
