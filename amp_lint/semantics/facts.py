@@ -184,6 +184,7 @@ class Facts:
     def __init__(self, interpreter: Interpreter) -> None:
         self.interpreter = interpreter
         self._index: Dict[int, Dict[int, List[Observation]]] = {}
+        self._casting: Optional[Set[str]] = None  # see _files_casting_to_half
 
     def observations(self, node: ast.AST, scope: ast.AST) -> List[Observation]:
         """The contexts in which ``node`` (inside ``scope``) was evaluated."""
@@ -207,23 +208,19 @@ class Facts:
         may name the other program's cast for its own)."""
         if entry == origin:
             return False
-        if entry in self._files_casting_to_half():
-            return False
-        by_path = self.__dict__.get("_by_path")
-        if by_path is None:
-            by_path = self.__dict__["_by_path"] = {m.relpath: m for m in self.interpreter.modules}
-        running, other = by_path.get(entry), by_path.get(origin)
+        by_relpath = self.interpreter.index.by_relpath
+        running, other = by_relpath.get(entry), by_relpath.get(origin)
         if running is None or other is None or not running.is_script or not other.is_script:
             return False
-        stem = PurePosixPath(origin).stem
-        return stem not in _imported_names(running)
+        return PurePosixPath(origin).stem not in running.imported_names \
+            and entry not in self._files_casting_to_half()
 
     def _files_casting_to_half(self) -> Set[str]:
         """The files whose own code makes a value half (a module or tensor cast, a half factory, an
         autocast region): the origin of a half value the analysis saw there is in the file."""
-        found = self.__dict__.get("_casting")
+        found = self._casting
         if found is None:
-            found = set()
+            found = self._casting = set()
             for records in self.interpreter.records.values():
                 for record in records:
                     path = record.module.relpath
@@ -234,7 +231,6 @@ class Facts:
                                and (o.dtypes if isinstance(o, Tensor) else o.cast) & HALF for o in options(value)):
                             found.add(path)
                             break
-            self.__dict__["_casting"] = found
         return found
 
     def master_wrapped(self, site: Optional[str]) -> bool:
@@ -324,20 +320,3 @@ def describe(value: Value) -> str:
             parts.append(type(option).__name__.lower() + (f" {option.value!r}" if getattr(option, "value", None)
                                                             is not None else ""))
     return " | ".join(parts) if parts else "unknown"
-
-
-def _imported_names(module: SourceModule) -> Set[str]:
-    """Every name an import statement of ``module`` mentions (modules, their parts, imported names)."""
-    found = module.__dict__.get("_imported_names")
-    if found is None:
-        found = set()
-        for node in ast.walk(module.tree):
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    found.update(alias.name.split("."))
-            elif isinstance(node, ast.ImportFrom):
-                found.update((node.module or "").split("."))
-                found.update(alias.name for alias in node.names)
-        module.__dict__["_imported_names"] = found
-    return found
-

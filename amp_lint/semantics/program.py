@@ -64,6 +64,19 @@ class SourceModule:
         return any(isinstance(stmt, ast.If) and is_main_guard(stmt.test) for stmt in self.tree.body)
 
     @cached_property
+    def imported_names(self) -> Set[str]:
+        """Every name its import statements mention (modules, their parts, imported names)."""
+        found: Set[str] = set()
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    found.update(alias.name.split("."))
+            elif isinstance(node, ast.ImportFrom):
+                found.update((node.module or "").split("."))
+                found.update(alias.name for alias in node.names)
+        return found
+
+    @cached_property
     def declaration_lines(self) -> Optional[List[int]]:
         """The lines where a ``global`` or ``nonlocal`` statement may begin, in order (None: the
         source is unknown, any line may)."""

@@ -1417,16 +1417,17 @@ def apex_initialize(frame: "Frame", positional: List[Value], kwargs: Dict[str, V
             return out if out is not None else model
         if not isinstance(model, Module):
             return model
+        patched = _mark_apex(Module(model.cls, model.cast, model.cast_unknown, origin, model.items, master=True))
         if name == "O1":
-            return _mark_apex(Module(model.cls, model.cast, model.cast_unknown, origin, model.items, master=True))
+            return patched
         if name in ("O2", "O3"):
             return Module(model.cls, F16, False, origin, model.items, master=(name == "O2"), mode=mode)
         if name is not None:  # O0: float32 as it was
             return model
         # an opt level chosen at run time (``'O%i' % params.amp``): apex-O1 patched, or (at O2/O3)
         # cast to float16 - under that condition, as a cast under ``if args.fp16:`` is
-        condition = f"{_keyword_text(frame, node, 'opt_level')} in ('O2', 'O3')"
-        patched = _mark_apex(Module(model.cls, model.cast, model.cast_unknown, origin, model.items, master=True))
+        expr = _argument_node(node, "opt_level", 3)
+        condition = f"{frame.module.segment(expr, 40) if expr is not None else '?'} in ('O2', 'O3')"
         cast = Module(model.cls, F16, False, origin, model.items, master=True, mode=mode)
         return join(patched, with_condition(cast, condition))
 
@@ -1480,14 +1481,6 @@ def cast_floating(value: Value, dtype: int) -> Value:
     """``value`` with each floating tensor in it cast to ``dtype`` (apex's ``applier(..., to_type)``)."""
     return map_tensors(value, lambda t: replace(t, dtypes=(t.dtypes & ~FLOATS) | dtype, graph=t.low_graph, param=False)
                        if t.dtypes & FLOATS else t)
-
-
-def _keyword_text(frame: "Frame", node: Optional[ast.AST], keyword: str) -> str:
-    """The source text of a call's ``keyword=`` argument ("?" where it is not there)."""
-    for kw in getattr(node, "keywords", ()):
-        if kw.arg == keyword:
-            return frame.module.segment(kw.value, 40)
-    return "?"
 
 
 def _mark_apex(model: Module) -> Module:
