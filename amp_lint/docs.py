@@ -62,4 +62,6 @@ def write_catalog(directory: Path) -> None:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 2 or len(sys.argv) == 2 and sys.argv[1].startswith("-"):
+        sys.exit("usage: python -m amp_lint.docs [DIRECTORY]  (writes the rule pages; default: rules/)")
     write_catalog(Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[1] / "rules")

@@ -337,3 +337,24 @@ def test_a_config_file_the_analysis_read_invalidates_the_cache_when_it_changes(t
     assert codes(check(tmp_path, select=("AMP201",))) == [] and analysed.runs == 1
     (tmp_path / "configs" / "model.yaml").unlink()
     assert codes(check(tmp_path, select=("AMP201",))) == [] and analysed.runs == 2
+
+
+def test_a_config_added_beside_a_deepspeed_script_invalidates_the_cache(tmp_path, monkeypatch, analysed):
+    """A DeepSpeed script whose config comes from the command line is analysed with the configs
+    shipped beside it: the listing of that folder is an input, so adding one is noticed."""
+    (tmp_path / "train.py").write_text(
+        "import argparse\n"
+        "import deepspeed\n"
+        "import torch\n"
+        "args = argparse.ArgumentParser().parse_args()\n"
+        "engine, _, _, _ = deepspeed.initialize(args=args, model=torch.nn.Linear(8, 8))\n"
+        "out = engine(torch.randn(2, 8)).softmax(-1)\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    codes = lambda reports: [f.code for r in reports for f in r.findings]  # noqa: E731
+    assert codes(check(tmp_path, select=("AMP201",))) == []
+    (tmp_path / "ds_config.json").write_text('{"train_batch_size": 8, "fp16": {"enabled": true}}', encoding="utf-8")
+    analysed.clear()
+    assert codes(check(tmp_path, select=("AMP201",))) == ["AMP201"] and analysed.runs == 1
+    assert codes(check(tmp_path, select=("AMP201",))) == ["AMP201"] and analysed.runs == 1  # from the cache
+    (tmp_path / "ds_config.json").unlink()
+    assert codes(check(tmp_path, select=("AMP201",))) == [] and analysed.runs == 2

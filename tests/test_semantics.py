@@ -755,6 +755,141 @@ def test_apex_over_a_list_of_models_at_a_level_chosen_at_run_time(tmp_path: Path
         assert [c for c in _codes(tmp_path, known) if not c.endswith("AMP502")] == []
 
 
+def test_deepspeed_casts_the_engine_where_its_config_enables_fp16(tmp_path: Path) -> None:
+    """``deepspeed.initialize(..., config=...)``: a config (a dict in the code, or a file by its
+    path) with ``"fp16": {"enabled": true}`` makes DeepSpeed cast the model, so the engine's forward
+    runs in float16 (a hand-written softmax in it is a finding; the engine scales the loss, so
+    ``engine.backward`` is none). A config named only on the command line (``--deepspeed_config``)
+    is taken from the DeepSpeed configs shipped beside the script, under the condition that the
+    run names that file. A config that enables neither leaves the model as it was."""
+    model = """
+    import torch
+    from torch import nn
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(16, 16)
+        def forward(self, x):
+            return torch.softmax(self.fc(x), dim=-1)
+    """
+    train = """
+    import argparse
+    import deepspeed
+    import torch
+    from net import Net
+    parser = argparse.ArgumentParser()
+    parser = deepspeed.add_config_arguments(parser)
+    args = parser.parse_args()
+    model = Net()
+    engine, optimizer, _, _ = deepspeed.initialize(args=args, model=model, model_parameters=model.parameters()CONFIG)
+    for step in range(10):
+        loss = engine(torch.randn(4, 16)).float().sum()
+        engine.backward(loss)
+        engine.step()
+    """
+    fp16 = '{"train_batch_size": 8, "fp16": {"enabled": true}}'
+
+    def codes(config_arg: str, files: Dict[str, str]) -> List[str]:
+        for name, text in {"net.py": model, "train.py": train.replace("CONFIG", config_arg), **files}.items():
+            (tmp_path / name).write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+        result = subprocess.run([sys.executable, "-m", "amp_lint", "check", "--isolated", "--no-cache",
+                                 "--output-format", "json", "."], capture_output=True, text=True, cwd=tmp_path)
+        return [f"{Path(f['filename']).name}:{f['location']['row']}: {f['code']} {f['message']}"
+                for f in json.loads(result.stdout or "[]")]
+
+    in_code = codes(', config={"fp16": {"enabled": True}}', {})
+    assert [c.split(" ")[0] + " " + c.split(" ")[1] for c in in_code] == ["net.py:8: AMP201"]
+    assert codes(', config="ds.json"', {"ds.json": fp16})[0].startswith("net.py:8: AMP201")
+    [shipped] = codes("", {"ds.json": fp16})
+    assert shipped.startswith("net.py:8: AMP201") and "DeepSpeed config is ds.json`" in shipped
+    assert codes("", {"ds.json": '{"train_batch_size": 8, "fp16": {"enabled": false}}'}) == []
+    assert codes(', config="ds.json"', {"ds.json": '{"bf16": {"enabled": true}}'})[0].startswith("net.py:8: AMP201")
+    (tmp_path / "ds.json").unlink()
+    assert codes("", {"other.json": '{"fp16": {"enabled": true}}'}) == []  # not a DeepSpeed config
+
+
+def test_apex_o1_patches_torch_for_what_its_model_returns(tmp_path: Path) -> None:
+    """apex O1 patches torch's functions for the whole process: a softmax or a sum taken outside
+    the model, in a helper, on what an O1 model returned (float16 from its linear layers) runs in
+    float32. Before, only the model's own forward ran as under O1, so an opt level chosen at run
+    time (O1 one of the choices) gave findings on the helper's log_softmax and sum."""
+    code = """
+    import argparse
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+    from apex import amp
+    class Pair(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q, self.c = nn.Linear(8, 8), nn.Linear(8, 8)
+        def forward(self, x, y):
+            return self.q(x), self.c(y)
+    def scores_of(model, x, y):
+        q, c = model(x, y)
+        return F.log_softmax(torch.matmul(q, c.t()), dim=1)
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--fp16", action="store_true")
+    parser.add_argument("--level", default="O1")
+    args = parser.parse_args()
+    model = Pair()
+    optimizer = torch.optim.Adam(model.parameters())
+    if args.fp16:
+        model, optimizer = amp.initialize(model, optimizer, opt_level=args.level)
+    loss = scores_of(model, torch.randn(2, 8), torch.randn(2, 8)).sum()
+    with amp.scale_loss(loss, optimizer) as scaled:
+        scaled.backward()
+    """
+    assert [c for c in _codes(tmp_path, code) if not c.endswith("AMP502")] == []
+    [scores] = value_of(tmp_path, {"m.py": code}, "m.py", "return F.log_softmax", "torch.matmul(q, c.t())")
+    assert "float16" in scores  # the matmul is half under O1; its softmax is float32
+    [probs] = value_of(tmp_path, {"m.py": code}, "m.py", "return F.log_softmax",
+                       "F.log_softmax(torch.matmul(q, c.t()), dim=1)")
+    assert "float16" not in probs
+
+
+def test_fabric_setup_casts_at_a_true_precision_and_returns_float32(tmp_path: Path) -> None:
+    """Lightning Fabric's ``setup``: at ``"bf16-true"`` the model is cast (its forward runs in
+    bfloat16: a hand-written softmax there is a finding; AdamW built before over its parameters
+    trains them in bfloat16: AMP101 at the ``setup`` call), and its outputs come back as float32
+    (a softmax on them is none). At ``"bf16-mixed"`` the forward runs under autocast and the
+    outputs are float32 too. Before, ``setup`` returned an unknown value: nothing of it was seen."""
+    code = """
+    import lightning as L
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(16, 16)
+        def forward(self, x):
+            h = self.fc(x)
+            return h * F.softmax(h, dim=-1)
+    def main(precision: str = "PRECISION"):
+        fabric = L.Fabric(accelerator="cuda", precision="PRECISION")
+        model = Net()
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        model, optimizer = fabric.setup(model, optimizer)
+        for step in range(10):
+            out = model(torch.randn(4, 16))
+            loss = F.log_softmax(out, dim=-1).mean()
+            fabric.backward(loss)
+            optimizer.step()
+    if __name__ == "__main__":
+        main()
+    """
+    true = code.replace("PRECISION", "bf16-true")
+    assert sorted(_codes(tmp_path, true)) == sorted([f"{_line_of(true, 'fabric.setup(')}: AMP101",
+                                                    f"{_line_of(true, 'return h * F.softmax')}: AMP201"])
+    [out] = value_of(tmp_path, {"m.py": true}, "m.py", "out = model(", "out")
+    assert out == "tensor float32"
+    mixed = code.replace("PRECISION", "bf16-mixed")
+    assert _codes(tmp_path, mixed) == []
+    [out] = value_of(tmp_path, {"m.py": mixed}, "m.py", "out = model(", "out")
+    assert out == "tensor float32"
+
+
 def test_a_vendored_apex_is_the_library_from_inside_and_from_above(tmp_path: Path) -> None:
     """A repository that ships its own copy of apex (``apex/amp/...``): ``from apex import amp`` is
     still NVIDIA apex (AMP502; O2's master weights), whether the run starts in the repository, where
@@ -972,8 +1107,8 @@ def test_findings_do_not_depend_on_the_hash_seed():
 
 # -- branches behind constants ---------------------------------------------------------------------
 def test_branch_behind_a_constant_flag_is_not_taken(tmp_path: Path) -> None:
-    """A module constant, or a constant every caller of this context passes, decides the branch;
-    a default nobody passed and an outside flag do not."""
+    """A module constant, a constant every caller of this context passes, or a default the call
+    leaves out (``fallback=False``: False in that call) decides the branch; an outside flag does not."""
     code = """
     import sys
     import torch
@@ -989,7 +1124,7 @@ def test_branch_behind_a_constant_flag_is_not_taken(tmp_path: Path) -> None:
     project(torch.randn(3), False)
     project(torch.randn(3), len(sys.argv) > 1)
     """
-    assert one(tmp_path, code, "# <-", "x") == ["tensor float32 or float64", "tensor bfloat16 or float32 or float64"]
+    assert one(tmp_path, code, "# <-", "x") == ["tensor float32", "tensor bfloat16 or float32"]
 
 
 def test_a_half_test_on_an_argument_nobody_passes_is_no_evidence(tmp_path: Path) -> None:
@@ -1044,7 +1179,9 @@ def test_not_of_a_flag_the_call_passes_decides_the_branch(tmp_path: Path) -> Non
     """jukebox-style ``forward(self, x, fp16=False, fp16_out=False)`` ending in ``if not fp16_out:
     x = x.float()``: ``not`` of a flag whose value the call passes is decided like the flag itself.
     A call passing ``fp16_out=False`` gets float32 back, so the loss on it is no finding; one passing
-    ``True`` gets half."""
+    ``True`` gets half. A call leaving ``fp16_out`` out gets its default, False, as Python gives it
+    (before, a left-out flag was undecided and the loss a finding); a function no call reaches
+    (an entry point whose flags a command line sets) keeps its flags undecided."""
     code = """
     import torch
     import torch.nn.functional as F
@@ -1070,6 +1207,11 @@ def test_not_of_a_flag_the_call_passes_decides_the_branch(tmp_path: Path) -> Non
     """
     assert _codes(tmp_path, code) == []
     assert _codes(tmp_path, code.replace("fp16_out=False), t)", "fp16_out=True), t)")) == ["20: AMP202"]
+    assert _codes(tmp_path, code.replace(", fp16_out=False), t)", "), t)")) == []
+    left_out = code.replace(", fp16_out=False), t)", "), t)")
+    values = value_of(tmp_path, {"m.py": left_out}, "m.py", "if not fp16_out:", "fp16_out")
+    assert "scalar False" in values  # the call's context
+    assert "scalar" in values  # the run with no caller: a flag of unknown value
 
 
 def test_a_constant_the_script_may_rebind_decides_no_branch(tmp_path: Path) -> None:

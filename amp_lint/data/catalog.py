@@ -44,9 +44,11 @@ CATALOG: Tuple[CatalogEntry, ...] = (
     CatalogEntry("AMP101", "half-model-training", "error", "unsafe",
                  "the call that casts the model (`.half()`, `.to(torch.float16)`, `from_pretrained(torch_dtype=...)`, "
                  "a layer built with `dtype=torch.float16`, a `torch.set_default_dtype(...)` it is built under, "
-                 "or the call of a project function that casts the model it is given: `to_half(model)`)",
+                 "or the call of a project function that casts the model it is given: `to_half(model)`; "
+                 "for a framework, the call that casts it: Lightning Fabric's `fabric.setup(model, ...)` at a "
+                 "\"true\" precision, a Lightning `Trainer(precision=\"bf16-true\")`)",
                  r"\.(half|bfloat16|to)\(.*\)$|from_pretrained\(|set_default_(dtype|tensor_type)\(|dtype=|"
-                 r"^[\w.]+\([\w.]+\)$"),
+                 r"^[\w.]+\([\w.]+\)$|\.setup(_module)?\(|precision="),
     CatalogEntry("AMP102", "backward-without-loss-scaling", "error", "unsafe",
                  "the loop's `.backward()` call, once per loop", _BACKWARD),
     CatalogEntry("AMP103", "incomplete-scaler-protocol", "error", "safe",

@@ -138,6 +138,14 @@ FSDP_MIXED_PRECISION: FrozenSet[str] = frozenset({
 })
 APEX_INITIALIZE: FrozenSet[str] = frozenset({"apex.amp.initialize", "apex.amp.frontend.initialize"})
 DEEPSPEED_INITIALIZE: FrozenSet[str] = frozenset({"deepspeed.initialize"})
+#: Sections of a DeepSpeed config whose ``"enabled": true`` casts the engine's model, and the dtype
+#: (DeepSpeed ``runtime/engine.py`` ``_configure_distributed_model``: ``module.half()`` /
+#: ``module.bfloat16()``; ``runtime/constants.py``: ``"bfloat16"`` is an alias of ``"bf16"``).
+DEEPSPEED_HALF_SECTIONS: Tuple[Tuple[str, str], ...] = (("fp16", "float16"), ("bf16", "bfloat16"),
+                                                       ("bfloat16", "bfloat16"))
+#: Keys that make a JSON file a DeepSpeed config (``runtime/constants.py``).
+DEEPSPEED_CONFIG_KEYS: Tuple[str, ...] = ("train_batch_size", "train_micro_batch_size_per_gpu",
+                                          "gradient_accumulation_steps", "zero_optimization", "steps_per_print")
 #: Hugging Face accelerate / Lightning Fabric objects that own mixed precision (last name component).
 ACCELERATORS: FrozenSet[str] = frozenset({"Accelerator", "Fabric"})
 LIGHTNING_TRAINERS: FrozenSet[str] = frozenset({"Trainer"})
@@ -154,6 +162,13 @@ FRAMEWORK_PRECISION: Dict[str, Tuple[str, Tuple[str, ...]]] = {
     "Seq2SeqTrainingArguments": ("hf_trainer", ("fp16", "bf16")),
     "SFTConfig": ("hf_trainer", ("fp16", "bf16")),
 }
+#: Lightning precisions that cast the model itself (``plugins/precision/half.py``, ``HalfPrecision``):
+#: name -> dtype. ``"16-mixed"``/``"bf16-mixed"`` run autocast over an fp32 model instead.
+FABRIC_TRUE_PRECISION: Dict[str, str] = {"16-true": "float16", "bf16-true": "bfloat16"}
+#: Lightning precisions that run autocast around the forward (``plugins/precision/amp.py``,
+#: ``MixedPrecision``; ``16`` and ``"bf16"`` are the names of Lightning 1.x).
+FABRIC_MIXED_PRECISION: Dict[object, str] = {"16-mixed": "float16", "bf16-mixed": "bfloat16", 16: "float16",
+                                             "16": "float16", "bf16": "bfloat16"}
 #: Packages those names must come from (a user class named ``Trainer`` is not Lightning's).
 FRAMEWORK_PACKAGES: FrozenSet[str] = frozenset({
     "accelerate", "lightning", "pytorch_lightning", "lightning_fabric", "transformers", "trl",

@@ -8,7 +8,7 @@ from amp_lint.findings import Applicability, Severity
 from amp_lint.rules._training import migration_plan, training_model
 from amp_lint.rules.base import Invalid, Rule, Valid
 from amp_lint.semantics.torch_api import node_key, param_origins
-from amp_lint.semantics.values import BF16, F16, HALF, Origin, Scalar
+from amp_lint.semantics.values import BF16, F16, HALF, Origin, Scalar, Seq
 
 
 class HalfModelTraining(Rule):
@@ -340,6 +340,25 @@ class HalfModelTraining(Rule):
             """,
             fix_withheld=True,
         ),
+        Invalid(
+            """
+            import lightning as L
+            import torch
+            def main(lr: float = 3e-4):
+                fabric = L.Fabric(accelerator="cuda", precision="bf16-true")
+                model = torch.nn.Linear(64, 64)
+                optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+                model, optimizer = fabric.setup(model, optimizer)
+                for x, y in loader:
+                    loss = torch.nn.functional.mse_loss(model(x), y)
+                    fabric.backward(loss)
+                    optimizer.step()
+                    optimizer.zero_grad()
+            if __name__ == "__main__":
+                from jsonargparse import CLI
+                CLI(main)
+            """,
+        ),
     ]
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -347,6 +366,16 @@ class HalfModelTraining(Rule):
         trained = self._trained().get(key)
         if trained is not None:
             self._report_cast(node, trained)
+        if any(isinstance(kw.value, ast.Constant) and kw.arg == "precision"
+               and str(kw.value.value) in ("bf16-true", "16-true", "bf16", "half") for kw in node.keywords):
+            # read here, in the call's own scope: a ``Fabric(...)`` inside ``main()`` resolves there
+            name = self.ctx.qualified(node.func) or ""
+            # (Fabric's own cast is its ``fabric.setup(model, ...)``, reported there as a cast)
+            if name.split(".")[0] in ("lightning", "pytorch_lightning", "lightning_fabric") \
+                    and not name.endswith("Fabric"):
+                self.report(node, "Lightning trains in pure low precision here (parameters and optimizer state "
+                                  "in half, no fp32 master weights); use `precision=\"bf16-mixed\"` or "
+                                  "`\"16-mixed\"`", precision_context="PURE_BF16")
 
     def _trained(self) -> Dict[Tuple[str, int, int, int, int], Origin]:
         """Origins (cast sites) of half parameters that an optimizer without master weights trains."""
@@ -377,6 +406,8 @@ class HalfModelTraining(Rule):
             func = node.func
             if origin.kind == "helper_cast" and node.args:  # ``to_half(model)``
                 cast = f"`{self.ctx.segment(node.args[0], 40)}` is cast to {dtype} by `{self.ctx.segment(func, 40)}`"
+            elif origin.kind == "framework" and node.args:  # ``fabric.setup(model, optimizer)``
+                cast = f"`{self.ctx.segment(node.args[0], 40)}` is cast to {dtype} by `{self.ctx.segment(func, 40)}`"
             else:
                 cast = f"`{self.ctx.segment(func.value if isinstance(func, ast.Attribute) else node, 40)}` is cast to {dtype}"
             message = (f"{cast} and trained without fp32 master weights; keep it in fp32 and use "
@@ -391,23 +422,13 @@ class HalfModelTraining(Rule):
         """The half dtype of the cast ``node`` (or of the dtype a default-dtype call is given)."""
         for obs in self.ctx.observations(node):
             value = obs.value(node)
+            if isinstance(value, Seq) and value.items:  # ``model, optimizer = fabric.setup(model, optimizer)``
+                value = value.items[0]
             for option in getattr(value, "options", (value,)):
                 cast = getattr(option, "cast", 0) or getattr(option, "dtypes", 0)
                 if cast & HALF:
                     return cast & HALF
         return F16
-
-    def finish(self) -> None:
-        for node in ast.walk(self.ctx.tree):
-            if isinstance(node, ast.Call) and any(
-                    isinstance(kw.value, ast.Constant) and kw.arg == "precision"
-                    and str(kw.value.value) in ("bf16-true", "16-true", "bf16", "half") for kw in node.keywords):
-                name = self.ctx.qualified(node.func) or ""
-                if name.split(".")[0] in ("lightning", "pytorch_lightning", "lightning_fabric"):
-                    self.report(node, "Lightning trains in pure low precision here (parameters and optimizer state "
-                                      "in half, no fp32 master weights); use `precision=\"bf16-mixed\"` or "
-                                      "`\"16-mixed\"`", precision_context="PURE_BF16")
-
 
 def _trains(optimizer, origin: Origin) -> bool:
     return any(found.key == origin.key for found in param_origins(optimizer.get("params") or Scalar("other")))

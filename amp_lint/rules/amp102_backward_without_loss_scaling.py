@@ -342,4 +342,4 @@ class BackwardWithoutLossScaling(Rule):
 def _apex_origins_only(tensors: List[Tensor]) -> bool:
     """No half evidence of ``tensors`` names a cast other than apex's ``amp.initialize`` (a loss
     cast back with ``.float()`` keeps no origin)."""
-    return all(t.origin.kind == "apex" for t in tensors if t.origin is not None)
+    return all(t.origin.kind in ("apex", "apex_o1") for t in tensors if t.origin is not None)

@@ -209,7 +209,7 @@ class SoftmaxInFp16(Rule):
             if find_arg(node, "dtype", 3 if form == "function" else 2) is not None:
                 return
             tensor = half_of(obs, source)
-            if tensor is None or obs.cuda_autocast:
+            if tensor is None or obs.fp32_lists_for(tensor):
                 continue
             site = matched
             found.append((obs, tensor))

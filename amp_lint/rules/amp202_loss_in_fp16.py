@@ -133,7 +133,7 @@ class LossInFp16(Rule):
                 continue  # autocast (CUDA and CPU) runs every loss in float32
             inputs = self._inputs(node, LOSSES[loss])
             halves = [(arg, half_of(obs, arg)) for arg in inputs]
-            halves = [(arg, t) for arg, t in halves if t is not None]
+            halves = [(arg, t) for arg, t in halves if t is not None and not obs.fp32_lists_for(t)]
             if not halves:
                 continue
             for arg, _ in halves:

@@ -359,7 +359,7 @@ class NormOrReductionInFp16(Rule):
                     reaching_value(local_scope(self.ctx, node), source.id))):
                 return  # hand-written softmax (also through a name): AMP204 reports the exp
             tensor = half_of(obs, source)
-            if tensor is None or not tensor.dtypes & F16 or (obs.cuda_autocast and op in _CUDA_FP32):
+            if tensor is None or not tensor.dtypes & F16 or (obs.fp32_lists_for(tensor) and op in _CUDA_FP32):
                 continue  # bfloat16 cannot overflow here
             if op in _NEED_LARGE_VALUES and squared is None and not (tensor.learned or tensor.param):
                 continue  # the var, norm or sum of values no learned layer produced (masks, pixels, noise)

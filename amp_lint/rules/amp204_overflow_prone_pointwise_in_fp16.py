@@ -253,7 +253,7 @@ class OverflowPronePointwiseInFp16(Rule):
             if _bounded_below_overflow(obs, op, src, exponent, scope):
                 return
             tensor = half_of(obs, src)
-            if tensor is None or not tensor.dtypes & F16 or obs.cuda_autocast \
+            if tensor is None or not tensor.dtypes & F16 or obs.fp32_lists_for(tensor) \
                     or not (tensor.learned or tensor.param):
                 continue
             source = src

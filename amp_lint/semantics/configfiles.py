@@ -315,6 +315,18 @@ class ConfigFiles:
                 return data
         return UNREAD
 
+    def listing(self, folder: str, suffix: str) -> List[str]:
+        """Root-relative paths of the files ending in ``suffix`` in the project folder ``folder``
+        (root-relative, "" for the root), sorted. The listing is remembered as a read of
+        ``<folder>/*<suffix>`` (:func:`current_digest` lists it again), so that a cached result
+        is not reused once a file is added or removed there."""
+        if self.root is None or "*" in folder or "*" in suffix:
+            return []
+        names = _names_in(self.root / folder, suffix)
+        prefix = f"{folder}/" if folder else ""
+        self.reads[f"{prefix}*{suffix}"] = digest_of("\n".join(names).encode("utf-8"))
+        return [prefix + name for name in names]
+
     def _inside(self, path: str) -> Optional[str]:
         assert self.root is not None
         full = Path(os.path.normpath(os.path.join(str(self.root), path)))
@@ -351,8 +363,20 @@ def digest_of(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
+def _names_in(folder: Path, suffix: str) -> List[str]:
+    """Names of the files ending in ``suffix`` directly in ``folder``, sorted."""
+    try:
+        return sorted(entry.name for entry in os.scandir(folder) if entry.name.endswith(suffix) and entry.is_file())
+    except OSError:
+        return []
+
+
 def current_digest(root: str, relpath: str) -> str:
-    """The digest :class:`ConfigFiles` would record for ``relpath`` now."""
+    """The digest :class:`ConfigFiles` would record for ``relpath`` now (for ``<folder>/*<suffix>``,
+    that of the folder's listing)."""
+    folder, _, pattern = relpath.rpartition("/")
+    if pattern.startswith("*"):
+        return digest_of("\n".join(_names_in(Path(root) / folder, pattern[1:])).encode("utf-8"))
     full = Path(root) / relpath
     try:
         if not full.is_file() or full.stat().st_size > MAX_CONFIG_BYTES:

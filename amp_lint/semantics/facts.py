@@ -17,7 +17,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 from amp_lint.semantics.interpreter import Interpreter, Record, State, condition_texts
 from amp_lint.semantics.program import SourceModule
 from amp_lint.semantics.values import (
-    BF16, HALF, UNKNOWN, DType, Ext, Module, Origin, Tensor, Value, dtype_label, options,
+    APEX_O1_ORIGIN, BF16, HALF, UNKNOWN, DType, Ext, Module, Origin, Tensor, Value, dtype_label, options,
 )
 
 CUDA, CPU, APEX = "cuda", "cpu", "apex"
@@ -60,6 +60,15 @@ class Observation:
         """Under CUDA autocast (or apex O1, whose fp32 lists are a superset for our ops)."""
         state = self.record.state
         return state is not None and state[0] in (CUDA, APEX)
+
+    def fp32_lists_for(self, tensor: Optional[Tensor]) -> bool:
+        """Whether the ops autocast keeps in float32 run so on ``tensor`` here: under CUDA autocast
+        or apex O1 (:attr:`cuda_autocast`), or, outside any region, on a tensor whose half evidence
+        is all an apex-O1 model's (apex patched torch's functions for the whole process)."""
+        if self.cuda_autocast:
+            return True
+        return (self.record.state is None and tensor is not None and tensor.origin is not None
+                and tensor.origin.kind == APEX_O1_ORIGIN and all(o.kind == APEX_O1_ORIGIN for o in tensor.also))
 
     @property
     def cpu_autocast(self) -> bool:
@@ -126,7 +135,7 @@ class Observation:
         if origin is not None and origin.kind != "autocast" or state is None:
             kind = origin.kind if origin is not None else ""
             what = {"module_cast": f"a module cast to {name}", "helper_cast": f"a module cast to {name}", "from_pretrained": f"a model loaded in {name}",
-                    "apex": "an apex fp16 model", "framework": f"a model cast to {name}",
+                    "apex": "an apex fp16 model", "apex_o1": "an apex O1 model", "framework": f"a model cast to {name}",
                     "cast": f"a tensor cast to {name}", "dtype": f"created as {name}",
                     "dtype_choice": f"created as {name}",
                     "default_dtype": f"default dtype {name}"}.get(kind, "outside autocast")
@@ -171,7 +180,7 @@ def _origin_message(origin: Origin) -> str:
     what = {
         "cast": "cast to half", "module_cast": "module cast to half", "helper_cast": "module cast to half by a function", "autocast_guess": "autocast (dtype unknown)", "autocast": "autocast region", "dtype": "created in half precision",
         "dtype_choice": "half dtype chosen",
-        "from_pretrained": "loaded in half precision", "apex": "apex amp", "framework": "mixed precision set here",
+        "from_pretrained": "loaded in half precision", "apex": "apex amp", "apex_o1": "apex amp (O1)", "framework": "mixed precision set here",
         "default_dtype": "default dtype set to half",
     }.get(origin.kind, origin.kind)
     cond = f" (when `{origin.condition}`)" if origin.condition else ""

@@ -42,7 +42,7 @@ from amp_lint.semantics.program import (
     ClassInfo, Closure, FunctionInfo, ModuleIndex, Namespace, SourceModule, walk_scope,
 )
 from amp_lint.semantics.values import (
-    BOOL, F16, F32, FLOATS, HALF, NONE, OPEN_KEYS, UNKNOWN, Builtin, ClassVal, Coll, DictVal, DType, Ext, FuncVal, Star,
+    BF16, BOOL, F16, F32, FLOATS, HALF, NONE, OPEN_KEYS, UNKNOWN, Builtin, ClassVal, Coll, DictVal, DType, Ext, FuncVal, Star,
     Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Union, Value, covers, element, join, options,
     carries_half, half_cast_keys, known_strings, registry_join, shape, union_of,
     with_cast_origin, with_condition, without_condition,
@@ -187,7 +187,7 @@ class Interpreter:
         #: the value of each literal, by node id (the same in every run)
         self.constants: Dict[int, Value] = {}
         #: the literal defaults of each function's parameters, by its node's id
-        self.literals: Dict[int, Dict[str, Value]] = {}
+        self.literals: Dict[Tuple[int, bool], Dict[str, Value]] = {}
         self.running: Set[tuple] = set()
         self.wide: Dict[tuple, Tuple[tuple, int]] = {}
         #: the classes whose fields the running analysis has read (None at a module's top level)
@@ -628,7 +628,24 @@ class Interpreter:
 
     def _s_assert(self, node: ast.Assert, frame: Frame) -> bool:
         self.ev(node.test, frame)
+        self._narrow_by_membership(node.test, frame)
         return True
+
+    def _narrow_by_membership(self, test: ast.AST, frame: Frame) -> None:
+        """``assert args.dtype in ("float16", "bfloat16")``: past it, a string not known here is one
+        of those (``getattr(torch, args.dtype)`` is then one of their dtypes)."""
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.In)
+                and isinstance(test.comparators[0], (ast.Tuple, ast.List, ast.Set))
+                and isinstance(test.left, (ast.Name, ast.Attribute))):
+            return
+        choices = test.comparators[0].elts
+        if not choices or not all(isinstance(c, ast.Constant) and isinstance(c.value, str) for c in choices):
+            return
+        current = self.ev(test.left, frame)
+        if known_strings(current) or not all(o is UNKNOWN or isinstance(o, Scalar) and o.kind == "str"
+                                             for o in options(current)):
+            return
+        self.bind(test.left, union_of(Scalar("str", c.value) for c in choices), frame)  # type: ignore[attr-defined]
 
     def _s_delete(self, node: ast.Delete, frame: Frame) -> bool:
         for target in node.targets:
@@ -1816,11 +1833,25 @@ class Interpreter:
 
     def call_module(self, module: Module, args: List[Value], kwargs: Dict[str, Value], frame: Frame,
                     node: Optional[ast.AST]) -> Value:
-        if module.mode == torch_api.APEX_CAST_IO:  # apex O2/O3 patched its forward
-            args = [torch_api.cast_floating(a, F16) for a in args]
-            kwargs = {k: torch_api.cast_floating(v, F16) for k, v in kwargs.items()}
+        if module.mode in (torch_api.APEX_CAST_IO, torch_api.FABRIC_CAST_IO):
+            # apex O2/O3 patched its forward (or Fabric wrapped it): inputs to its dtype, outputs to float32
+            half = module.cast & HALF or F16
+            args = [torch_api.cast_floating(a, half) for a in args]
+            kwargs = {k: torch_api.cast_floating(v, half) for k, v in kwargs.items()}
             inner = replace(module, mode="")
             return torch_api.cast_floating(self.call_module(inner, args, kwargs, frame, node), F32)
+        if module.mode in (torch_api.FABRIC_MIXED_F16, torch_api.FABRIC_MIXED_BF16):
+            # Lightning Fabric's mixed precision: autocast around the forward, outputs to float32
+            inner = replace(module, mode="")
+            if frame.state is not None:
+                return torch_api.cast_floating(self.call_module(inner, args, kwargs, frame, node), F32)
+            saved = frame.state, frame.autocast_origin
+            frame.state = ("cuda", F16 if module.mode == torch_api.FABRIC_MIXED_F16 else BF16)
+            try:
+                result = self.call_module(inner, args, kwargs, frame, node)
+            finally:
+                frame.state, frame.autocast_origin = saved
+            return torch_api.cast_floating(result, F32)
         cls = module.cls
         self._note_half_use(module, "__call__")
         if isinstance(cls, ClassVal):
@@ -1830,7 +1861,9 @@ class Interpreter:
             if isinstance(target, FunctionInfo):
                 if module.mode == torch_api.APEX_O1 and frame.state is None:
                     saved = frame.state, frame.autocast_origin
-                    frame.state, frame.autocast_origin = ("apex", F16), module.origin
+                    # what it makes carries apex O1's origin: wherever such a tensor goes, apex's
+                    # patches (global once initialised) are in force
+                    frame.state, frame.autocast_origin = ("apex", F16), torch_api.apex_o1_origin(module.origin)
                     try:
                         return self.call_function(target, module, args, kwargs, frame, node)
                     finally:
@@ -1906,7 +1939,7 @@ class Interpreter:
             bound = bound.cls if isinstance(bound, (Module, Instance)) else bound  # type: ignore[union-attr]
         env, names = bind_arguments(fnode, bound, args, kwargs, info.default_values, info.module.relpath,
                                     self.passed_args.setdefault(id(fnode), set()),
-                                    literal_defaults=self._literal_defaults(info))
+                                    literal_defaults=self._literal_defaults(info, called=isinstance(node, ast.Call)))
         state, origin = frame.state, frame.autocast_origin
         for dec in decorators:
             for option in torch_api.autocast_states(dec, state, origin, self.device):
@@ -1929,11 +1962,21 @@ class Interpreter:
             return torch_api.detached(summary.returns)
         return summary.returns
 
-    def _literal_defaults(self, info: FunctionInfo) -> Dict[str, Value]:
-        """:func:`parameter_defaults` of a project function, computed once."""
-        found = self.literals.get(id(info.node))
+    def _literal_defaults(self, info: FunctionInfo, called: bool = False) -> Dict[str, Value]:
+        """:func:`parameter_defaults` of a project function, computed once. ``called``: for a call
+        in the program, where a flag's default the call leaves out is its value (``fp16_out=False``
+        not passed is False); a function run without a caller (an entry point whose flags a
+        command line sets) keeps such flags undecided."""
+        key = (id(info.node), called)
+        found = self.literals.get(key)
         if found is None:
-            found = self.literals[id(info.node)] = parameter_defaults(info.node, info.module.relpath)
+            found = parameter_defaults(info.node, info.module.relpath)
+            if called:
+                found = dict(found)
+                for name, default in default_nodes(info.node):
+                    if isinstance(default, ast.Constant) and isinstance(default.value, bool):
+                        found[name] = Scalar("bool", default.value)
+            self.literals[key] = found
         return found
 
     def _apply_effects(self, effects: Dict[int, Value], node: ast.Call, bound: Optional[Value], frame: Frame) -> None:
@@ -2151,7 +2194,8 @@ def parameter_defaults(node: ast.AST, relpath: str) -> Dict[str, Value]:
 
 
 def _default_value(node: ast.AST, relpath: str = "") -> Value:
-    """A parameter default: a literal's value (``eps=1e-8``, ``fp16=False`` is a flag: unknown)."""
+    """A parameter default: a literal's value (``eps=1e-8``; ``fp16=False`` is a flag: unknown here,
+    its value where a call leaves it out, :meth:`Interpreter._literal_defaults`)."""
     if isinstance(node, ast.Constant):
         v = node.value
         if v is None:
@@ -2455,9 +2499,10 @@ def _is_isinstance(node: ast.AST) -> bool:
 
 def _truth(node: ast.AST, value: Value) -> Optional[bool]:
     """A branch decided statically: literal constants, ``TYPE_CHECKING``, and a name whose value
-    is a known constant here (``USE_CUTOUTS = False`` at module level, or ``False`` passed by
-    every caller of this context), and ``not`` of such a name. Defaults nobody passed and flags
-    read from outside stay undecided: their values are unknown."""
+    is a known constant here (``USE_CUTOUTS = False`` at module level, ``False`` passed by every
+    caller of this context, or a flag's ``False`` default a call left out), and ``not`` of such a
+    name. Flags of a function run with no caller, and flags read from outside, stay undecided:
+    their values are unknown."""
     if isinstance(node, ast.Constant):
         return bool(node.value)
     if isinstance(node, (ast.Name, ast.Attribute)) and (getattr(node, "id", None) == "TYPE_CHECKING"

@@ -18,7 +18,7 @@ from amp_lint.data import ops as optable
 from amp_lint.data import training as trainingdata
 from amp_lint.semantics import configfiles
 from amp_lint.semantics.values import (
-    BF16, BOOL, F16, F32, F64, FLOATS, HALF, INT, NONE, OPEN_KEYS, UNKNOWN, Autocast, Builtin, ClassVal, Coll,
+    APEX_O1_ORIGIN, BF16, BOOL, F16, F32, F64, FLOATS, HALF, INT, NONE, OPEN_KEYS, UNKNOWN, Autocast, Builtin, ClassVal, Coll,
     DictVal, DType, Star, Ext, FuncVal, Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Value,
     bits, element, join, known_strings, module_casts, obj, options, promote, python_scalar, registry_join, shape,
     trained_casts, union_of, with_condition,
@@ -361,12 +361,17 @@ def apply_op(op: str, inputs: Sequence[Value], frame: "Frame", explicit: Optiona
         if origin is None and (t.half or t.low_graph):
             origin = t.origin
     learned = learned and op not in optable.BOUNDED_OPS
-    state = frame.state
+    state, state_origin = frame.state, frame.autocast_origin
+    if state is None and origin is not None and origin.kind == APEX_O1_ORIGIN \
+            and all(t.origin is None or t.origin.kind == APEX_O1_ORIGIN for t in tensors if t.half or t.low_graph):
+        # a tensor an apex-O1 model made, used outside it: apex O1 patched torch's functions for
+        # the whole process (``amp.initialize``), so this op runs as under O1 too
+        state, state_origin = ("apex", F16), origin
     if state is not None and (dtypes & FLOATS or (unknown and not dtypes & (INT | BOOL))):
         device, half = state
         policy = optable.policy_in(op, device)
         if policy == optable.LOWER:
-            return Tensor(half, False, frame.autocast_origin, graph=graph | half, learned=learned)
+            return Tensor(half, False, state_origin, graph=graph | half, learned=learned)
         if policy == optable.FP32:  # the value is fp32; its gradients flow through the half ops before it
             return Tensor(F32 if dtypes & FLOATS or unknown else dtypes, False, origin if graph else None, graph=graph,
                           learned=learned)
@@ -1098,13 +1103,7 @@ def call_ext(interp: "Interpreter", frame: "Frame", qualified: str, args: List[V
             interp.enter_state(frame, ("apex", F16), _origin(frame, node, "apex"))
         return result
     if qualified in trainingdata.DEEPSPEED_INITIALIZE:
-        interp.frameworks.append(("deepspeed", None, _origin(frame, node, "framework")))
-        model = kwargs.get("model") or (positional[1] if len(positional) > 1 else UNKNOWN)
-        engine = model if isinstance(model, Module) else Module(None, 0, True)
-        if isinstance(engine, Module):
-            engine = Module(engine.cls, engine.cast, True, engine.origin, engine.items, master=True)
-        return Seq((engine, obj("optimizer", name=Scalar("str", "deepspeed"), master=Scalar("bool", True),
-                                params=UNKNOWN), UNKNOWN, UNKNOWN))
+        return deepspeed_initialize(interp, frame, positional, kwargs, node)
     if qualified == "argparse.ArgumentParser":
         return obj("argparser", args=DictVal())
     if qualified in ("copy.deepcopy", "copy.copy") and positional:
@@ -1438,6 +1437,76 @@ def apex_initialize(frame: "Frame", positional: List[Value], kwargs: Dict[str, V
     return Seq((model, optimizer))
 
 
+def deepspeed_initialize(interp: "Interpreter", frame: "Frame", positional: List[Value], kwargs: Dict[str, Value],
+                         node: Optional[ast.AST]) -> Value:
+    """``deepspeed.initialize(args, model, ..., config=...)``: (engine, optimizer, loader, scheduler).
+    The engine keeps fp32 master weights and scales the loss; where its config (a dict, or a
+    config file by a known path) enables ``fp16`` or ``bf16``, it casts the model to that dtype
+    (DeepSpeed ``engine.py``, ``_configure_distributed_model``), so its forward runs in half."""
+    origin = _origin(frame, node, "framework")
+    config = kwargs.get("config") or kwargs.get("config_params")
+    if isinstance(config, (Scalar, Obj)):
+        config = load_config(interp, frame, config)
+    half = deepspeed_half(config)
+    if config is None and (kwargs.get("args") or positional[:1]):
+        half = shipped_deepspeed_half(interp, frame)
+    interp.frameworks.append(("deepspeed", ("fp16" if half[0] == F16 else "bf16") if half else None, origin))
+    model = kwargs.get("model") or (positional[1] if len(positional) > 1 else UNKNOWN)
+
+    def engine_of(model: Value) -> Value:
+        if len(options(model)) > 1:
+            out: Optional[Value] = None
+            for option in options(model):
+                out = join(out, engine_of(option))
+            return out if out is not None else model
+        plain = model if isinstance(model, Module) else Module(None, 0, True)
+        # a config not known here: the model as the code made it. Its parameters may be cast by
+        # that config, which no finding assumes; marking them of unknown dtype erased the half
+        # casts of the modules it wraps (a wrapper's children are fields, not in this value)
+        engine = Module(plain.cls, plain.cast, plain.cast_unknown, plain.origin, plain.items, master=True)
+        if half is None:
+            return engine
+        cast = Module(plain.cls, half[0], False, origin, plain.items, master=True)
+        return cast if half[1] is None else join(engine, with_condition(cast, half[1]))
+
+    return Seq((engine_of(model), obj("optimizer", name=Scalar("str", "deepspeed"), master=Scalar("bool", True),
+                                      params=UNKNOWN), UNKNOWN, UNKNOWN))
+
+
+def shipped_deepspeed_half(interp: "Interpreter", frame: "Frame") -> Optional[Tuple[int, Optional[str]]]:
+    """For a config named on the command line (``--deepspeed_config``): the half dtype the
+    DeepSpeed configs shipped beside the script enable, under the condition that the run names
+    that file (the first, in name order, that enables one)."""
+    folder = str(PurePosixPath(frame.module.relpath).parent)
+    for path in interp.configs.listing("" if folder == "." else folder, ".json"):
+        config = config_value(interp.configs.load(path))
+        if isinstance(config, DictVal) and any(config.value_of(key) is not None
+                                               for key in trainingdata.DEEPSPEED_CONFIG_KEYS):
+            half = deepspeed_half(config)
+            if half is not None:
+                return half[0], f"the run's DeepSpeed config is {path}"
+    return None
+
+
+def deepspeed_half(config: Optional[Value]) -> Optional[Tuple[int, Optional[str]]]:
+    """The half dtype a DeepSpeed config enables (``{"fp16": {"enabled": true}}``, ``bf16``), and
+    the condition it holds under when ``enabled`` is not a constant (None when always); None
+    when the config is not known or enables neither (``"auto"`` is decided by a trainer)."""
+    if not isinstance(config, DictVal):
+        return None
+    for key, name in trainingdata.DEEPSPEED_HALF_SECTIONS:
+        bits = F16 if name == "float16" else BF16
+        section = config.value_of(key)
+        enabled = section.value_of("enabled") if isinstance(section, DictVal) else None
+        if not isinstance(enabled, Scalar) or enabled.value is False or enabled.kind == "str":
+            continue
+        if enabled.value is True:
+            return bits, None
+        if enabled.kind == "bool":
+            return bits, f"{key}.enabled in the DeepSpeed config"
+    return None
+
+
 #: :attr:`Module.mode` of a model apex O1 initialised: its calls run as under apex's patched
 #: torch functions (as autocast would, with apex's lists)
 APEX_O1 = "apex-O1"
@@ -1481,6 +1550,20 @@ def cast_floating(value: Value, dtype: int) -> Value:
     """``value`` with each floating tensor in it cast to ``dtype`` (apex's ``applier(..., to_type)``)."""
     return map_tensors(value, lambda t: replace(t, dtypes=(t.dtypes & ~FLOATS) | dtype, graph=t.low_graph, param=False)
                        if t.dtypes & FLOATS else t)
+
+
+def apex_o1_origin(origin: Optional[Origin]) -> Optional[Origin]:
+    """The origin of what an apex-O1 model (initialised at ``origin``) computes."""
+    return replace(origin, kind=APEX_O1_ORIGIN) if origin is not None and origin.kind == "apex" else origin
+
+
+#: :attr:`Module.mode` of a model Lightning Fabric set up at a "true" half precision: its floating
+#: inputs are cast to its dtype and its outputs to float32 (as apex O2's)
+FABRIC_CAST_IO = "fabric-cast-io"
+#: :attr:`Module.mode` of a model Lightning Fabric set up at a mixed precision: its forward runs
+#: under CUDA autocast to that dtype and its outputs are cast to float32
+FABRIC_MIXED_F16 = "fabric-mixed-f16"
+FABRIC_MIXED_BF16 = "fabric-mixed-bf16"
 
 
 def _mark_apex(model: Module) -> Module:
@@ -1817,6 +1900,8 @@ def obj_method(interp: "Interpreter", frame: "Frame", value: Obj, name: str, arg
             namespace = Obj("namespace", tuple((str(k), v) for k, v in attrs))
             return Seq((namespace, Coll(Scalar("str")))) if name == "parse_known_args" else namespace
         return UNKNOWN
+    if kind == "trainer" and name in ("setup", "setup_module"):
+        return fabric_setup(interp, frame, value, name, positional, node)
     if kind == "accelerator":
         if name == "prepare":
             return positional[0] if len(positional) == 1 else Seq(tuple(positional))
@@ -1834,6 +1919,39 @@ def obj_method(interp: "Interpreter", frame: "Frame", value: Obj, name: str, arg
                 interp.half_optimizers.append((site.value, origin))
         return NONE
     return UNKNOWN
+
+
+def fabric_setup(interp: "Interpreter", frame: "Frame", fabric: Obj, name: str, positional: List[Value],
+                 node: Optional[ast.AST]) -> Value:
+    """Lightning Fabric's ``setup(model, *optimizers)`` / ``setup_module(model)``: the model (and
+    the optimizers). At a "true" precision (``"bf16-true"``, ``"16-true"``) Fabric casts the model
+    to that dtype in place (the optimizers built over it then hold half parameters) and wraps its
+    forward: floating inputs cast to it, outputs back to float32 (``plugins/precision/half.py``)."""
+    if not positional:
+        return UNKNOWN
+    model = positional[0]
+    precision = fabric.get("precision")
+    dtype = trainingdata.FABRIC_TRUE_PRECISION.get(precision.value) \
+        if isinstance(precision, Scalar) and isinstance(precision.value, str) else None
+    mixed = trainingdata.FABRIC_MIXED_PRECISION.get(precision.value) \
+        if isinstance(precision, Scalar) and isinstance(precision.value, (str, int)) else None
+    if mixed is not None:  # autocast around its forward, outputs to float32 (``plugins/precision/amp.py``)
+        mode = FABRIC_MIXED_F16 if mixed == "float16" else FABRIC_MIXED_BF16
+        model = union_of(replace(o, mode=mode) if isinstance(o, Module) and not o.mode else o for o in options(model))
+    if dtype is not None:
+        bits = F16 if dtype == "float16" else BF16
+        origin = _origin(frame, node, "framework")
+        cast: Value = UNKNOWN
+        for i, option in enumerate(options(model)):
+            made = Module(option.cls, bits, False, origin, option.items, mode=FABRIC_CAST_IO) \
+                if isinstance(option, Module) else option
+            cast = made if i == 0 else join(cast, made)
+        _note_cast_of_trained(interp, frame, model, cast)
+        interp.add_seed(cast, frame)
+        model = cast
+    if name == "setup_module" or len(positional) == 1:
+        return model
+    return Seq((model,) + tuple(positional[1:]))
 
 
 def _optimizer_params(value: Value) -> Value:

@@ -83,11 +83,16 @@ def promote(a: int, b: int) -> int:
 
 
 # -- evidence ------------------------------------------------------------------------------------
+#: :attr:`Origin.kind` of what an apex-O1 initialised model computes: apex's patches of torch's
+#: functions hold for it wherever it goes (they are global once ``amp.initialize`` ran)
+APEX_O1_ORIGIN = "apex_o1"
+
+
 @dataclass(frozen=True)
 class Origin:
     """Where a half dtype (or a cast, or an autocast region) comes from."""
 
-    kind: str  # "cast", "autocast", "dtype", "dtype_choice", "from_pretrained", "apex", "framework", "library"
+    kind: str  # "cast", "autocast", "dtype", "dtype_choice", "from_pretrained", "apex", "apex_o1", "framework", "library"
     path: str
     line: int
     text: str
