@@ -890,6 +890,35 @@ def test_fabric_setup_casts_at_a_true_precision_and_returns_float32(tmp_path: Pa
     assert out == "tensor float32"
 
 
+def test_a_loss_cast_up_keeps_the_evidence_of_its_half_graph(tmp_path: Path) -> None:
+    """``loss = out.float().pow(2).mean()`` on a model cast to half under ``--fp16``: the loss is
+    float32 but its gradients run through the half model. The upcast keeps where that half came
+    from, so the unscaled backward is an AMP102 finding under that condition; before, ``.float()``
+    dropped the origin and the backward was no finding."""
+    code = """
+    import argparse
+    import torch
+    from torch import nn
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--fp16", action="store_true")
+    args = parser.parse_args()
+    model = nn.Linear(8, 8)
+    if args.fp16:
+        model.half()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(10):
+        out = model(torch.randn(4, 8))
+        loss = out.float().pow(2).mean()
+        loss.backward()
+        optimizer.step()
+    """
+    (tmp_path / "m.py").write_text(textwrap.dedent(code).lstrip("\n"), encoding="utf-8")
+    result = subprocess.run([sys.executable, "-m", "amp_lint", "check", "--isolated", "--no-cache", "--select",
+                             "AMP102", "--output-format", "json", str(tmp_path / "m.py")], capture_output=True, text=True)
+    [found] = json.loads(result.stdout)
+    assert found["location"]["row"] == _line_of(code, "loss.backward()") and "`args.fp16`" in found["message"]
+
+
 def test_a_vendored_apex_is_the_library_from_inside_and_from_above(tmp_path: Path) -> None:
     """A repository that ships its own copy of apex (``apex/amp/...``): ``from apex import amp`` is
     still NVIDIA apex (AMP502; O2's master weights), whether the run starts in the repository, where

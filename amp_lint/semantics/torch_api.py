@@ -520,7 +520,10 @@ def _tensor_method(interp: "Interpreter", frame: "Frame", tensor: Tensor, name: 
                    learned=tensor.learned or tensor.param)
     if name in optable.CAST_METHODS:
         bit = _DTYPE_BITS[optable.CAST_METHODS[name]]
-        return Tensor(bit, False, _origin(frame, node, "cast") if bit & HALF else None, tensor.scaled,
+        # cast up, the value keeps where the half ops of its graph came from (as the fp32 ops of
+        # autocast keep it): what a backward through it runs in half is still evidenced
+        return Tensor(bit, False, _origin(frame, node, "cast") if bit & HALF else (
+            tensor.origin if tensor.low_graph else None), tensor.scaled,
                       graph=tensor.low_graph | (bit & HALF), learned=tensor.learned)
     if name in ("to", "type"):
         target = _cast_target(args, kwargs)
