@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, Tuple
 
+from amp_lint.data.training import FABRIC_TRUE_PRECISION
 from amp_lint.findings import Applicability, Severity
 from amp_lint.rules._training import migration_plan, training_model
 from amp_lint.rules.base import Invalid, Rule, Valid
@@ -92,6 +93,21 @@ class HalfModelTraining(Rule):
             loss = loss_fn(model(x.cuda().half()), y.cuda())
             optimizer.backward(loss)
             optimizer.step()
+        """),
+        Valid("""
+        # Lightning mixed precision: fp32 parameters, autocast around the forward ("bf16" is
+        # Lightning 1.x's name for "bf16-mixed")
+        import lightning as L
+        import torch
+        def main():
+            fabric = L.Fabric(accelerator="cuda", precision="bf16-mixed")
+            model = torch.nn.Linear(64, 64)
+            optimizer = torch.optim.AdamW(model.parameters())
+            model, optimizer = fabric.setup(model, optimizer)
+            for x, y in loader:
+                fabric.backward(torch.nn.functional.mse_loss(model(x), y))
+                optimizer.step()
+            trainer = L.Trainer(precision="bf16")
         """),
     ]
     INVALID = [
@@ -359,6 +375,14 @@ class HalfModelTraining(Rule):
                 CLI(main)
             """,
         ),
+        Invalid(
+            """
+            import lightning as L
+            def main(model, data):
+                trainer = L.Trainer(accelerator="gpu", precision="bf16-true")
+                trainer.fit(model, data)
+            """,
+        ),
     ]
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -366,16 +390,18 @@ class HalfModelTraining(Rule):
         trained = self._trained().get(key)
         if trained is not None:
             self._report_cast(node, trained)
-        if any(isinstance(kw.value, ast.Constant) and kw.arg == "precision"
-               and str(kw.value.value) in ("bf16-true", "16-true", "bf16", "half") for kw in node.keywords):
-            # read here, in the call's own scope: a ``Fabric(...)`` inside ``main()`` resolves there
+        precision = next((kw.value.value for kw in node.keywords if kw.arg == "precision"
+                          and isinstance(kw.value, ast.Constant)), None)
+        dtype = FABRIC_TRUE_PRECISION.get(precision) if isinstance(precision, str) else None
+        if dtype is not None:
+            # read here, in the call's own scope: a ``Trainer(...)`` inside ``main()`` resolves there
             name = self.ctx.qualified(node.func) or ""
             # (Fabric's own cast is its ``fabric.setup(model, ...)``, reported there as a cast)
             if name.split(".")[0] in ("lightning", "pytorch_lightning", "lightning_fabric") \
                     and not name.endswith("Fabric"):
                 self.report(node, "Lightning trains in pure low precision here (parameters and optimizer state "
                                   "in half, no fp32 master weights); use `precision=\"bf16-mixed\"` or "
-                                  "`\"16-mixed\"`", precision_context="PURE_BF16")
+                                  "`\"16-mixed\"`", precision_context="PURE_FP16" if dtype == "float16" else "PURE_BF16")
 
     def _trained(self) -> Dict[Tuple[str, int, int, int, int], Origin]:
         """Origins (cast sites) of half parameters that an optimizer without master weights trains."""
@@ -404,9 +430,7 @@ class HalfModelTraining(Rule):
                     + (" + GradScaler" if dtype == "float16" else ""), dtype=dtype, remove_casts=True,
                     enabled=(origin.condition, node) if origin.condition else None)
             func = node.func
-            if origin.kind == "helper_cast" and node.args:  # ``to_half(model)``
-                cast = f"`{self.ctx.segment(node.args[0], 40)}` is cast to {dtype} by `{self.ctx.segment(func, 40)}`"
-            elif origin.kind == "framework" and node.args:  # ``fabric.setup(model, optimizer)``
+            if origin.kind in ("helper_cast", "framework") and node.args:  # ``to_half(model)``, ``fabric.setup(model)``
                 cast = f"`{self.ctx.segment(node.args[0], 40)}` is cast to {dtype} by `{self.ctx.segment(func, 40)}`"
             else:
                 cast = f"`{self.ctx.segment(func.value if isinstance(func, ast.Attribute) else node, 40)}` is cast to {dtype}"

@@ -8,7 +8,7 @@ from amp_lint.findings import Applicability, Severity
 from amp_lint.rules._training import migration_plan, training_model
 from amp_lint.rules.base import Invalid, Rule, Valid
 from amp_lint.semantics.torch_api import node_key
-from amp_lint.semantics.values import F16, Tensor
+from amp_lint.semantics.values import APEX_O1_ORIGIN, F16, Tensor
 
 
 class BackwardWithoutLossScaling(Rule):
@@ -342,4 +342,4 @@ class BackwardWithoutLossScaling(Rule):
 def _apex_origins_only(tensors: List[Tensor]) -> bool:
     """No half evidence of ``tensors`` names a cast other than apex's ``amp.initialize`` (a loss
     cast back with ``.float()`` keeps no origin)."""
-    return all(t.origin.kind in ("apex", "apex_o1") for t in tensors if t.origin is not None)
+    return all(t.origin.kind in ("apex", APEX_O1_ORIGIN) for t in tensors if t.origin is not None)

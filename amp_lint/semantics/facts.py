@@ -17,7 +17,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 from amp_lint.semantics.interpreter import Interpreter, Record, State, condition_texts
 from amp_lint.semantics.program import SourceModule
 from amp_lint.semantics.values import (
-    APEX_O1_ORIGIN, BF16, HALF, UNKNOWN, DType, Ext, Module, Origin, Tensor, Value, dtype_label, options,
+    BF16, HALF, UNKNOWN, DType, Ext, Module, Origin, Tensor, Value, apex_o1_only, dtype_label, options,
 )
 
 CUDA, CPU, APEX = "cuda", "cpu", "apex"
@@ -67,8 +67,7 @@ class Observation:
         is all an apex-O1 model's (apex patched torch's functions for the whole process)."""
         if self.cuda_autocast:
             return True
-        return (self.record.state is None and tensor is not None and tensor.origin is not None
-                and tensor.origin.kind == APEX_O1_ORIGIN and all(o.kind == APEX_O1_ORIGIN for o in tensor.also))
+        return self.record.state is None and tensor is not None and apex_o1_only((tensor,))
 
     @property
     def cpu_autocast(self) -> bool:

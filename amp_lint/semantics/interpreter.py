@@ -1843,10 +1843,9 @@ class Interpreter:
         if module.mode in (torch_api.FABRIC_MIXED_F16, torch_api.FABRIC_MIXED_BF16):
             # Lightning Fabric's mixed precision: autocast around the forward, outputs to float32
             inner = replace(module, mode="")
-            if frame.state is not None:
-                return torch_api.cast_floating(self.call_module(inner, args, kwargs, frame, node), F32)
             saved = frame.state, frame.autocast_origin
-            frame.state = ("cuda", F16 if module.mode == torch_api.FABRIC_MIXED_F16 else BF16)
+            if frame.state is None:
+                frame.state = ("cuda", F16 if module.mode == torch_api.FABRIC_MIXED_F16 else BF16)
             try:
                 result = self.call_module(inner, args, kwargs, frame, node)
             finally:

@@ -20,7 +20,7 @@ from amp_lint.semantics import configfiles
 from amp_lint.semantics.values import (
     APEX_O1_ORIGIN, BF16, BOOL, F16, F32, F64, FLOATS, HALF, INT, NONE, OPEN_KEYS, UNKNOWN, Autocast, Builtin, ClassVal, Coll,
     DictVal, DType, Star, Ext, FuncVal, Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Value,
-    bits, element, join, known_strings, module_casts, obj, options, promote, python_scalar, registry_join, shape,
+    apex_o1_only, bits, element, join, known_strings, module_casts, obj, options, promote, python_scalar, registry_join, shape,
     trained_casts, union_of, with_condition,
 )
 
@@ -362,8 +362,7 @@ def apply_op(op: str, inputs: Sequence[Value], frame: "Frame", explicit: Optiona
             origin = t.origin
     learned = learned and op not in optable.BOUNDED_OPS
     state, state_origin = frame.state, frame.autocast_origin
-    if state is None and origin is not None and origin.kind == APEX_O1_ORIGIN \
-            and all(t.origin is None or t.origin.kind == APEX_O1_ORIGIN for t in tensors if t.half or t.low_graph):
+    if state is None and origin is not None and apex_o1_only(tensors):
         # a tensor an apex-O1 model made, used outside it: apex O1 patched torch's functions for
         # the whole process (``amp.initialize``), so this op runs as under O1 too
         state, state_origin = ("apex", F16), origin
@@ -1498,7 +1497,7 @@ def deepspeed_half(config: Optional[Value]) -> Optional[Tuple[int, Optional[str]
     if not isinstance(config, DictVal):
         return None
     for key, name in trainingdata.DEEPSPEED_HALF_SECTIONS:
-        bits = F16 if name == "float16" else BF16
+        bits = _DTYPE_BITS[name]
         section = config.value_of(key)
         enabled = section.value_of("enabled") if isinstance(section, DictVal) else None
         if not isinstance(enabled, Scalar) or enabled.value is False or enabled.kind == "str":
@@ -1942,7 +1941,7 @@ def fabric_setup(interp: "Interpreter", frame: "Frame", fabric: Obj, name: str, 
         mode = FABRIC_MIXED_F16 if mixed == "float16" else FABRIC_MIXED_BF16
         model = union_of(replace(o, mode=mode) if isinstance(o, Module) and not o.mode else o for o in options(model))
     if dtype is not None:
-        bits = F16 if dtype == "float16" else BF16
+        bits = _DTYPE_BITS[dtype]
         origin = _origin(frame, node, "framework")
         cast: Value = UNKNOWN
         for i, option in enumerate(options(model)):

@@ -947,6 +947,14 @@ def tensor_dtypes(value: Value) -> Tuple[int, bool]:
     return 0, True
 
 
+def apex_o1_only(tensors: Iterable["Tensor"]) -> bool:
+    """Whether all the half evidence of ``tensors`` (there is some) is an apex-O1 model's: apex's
+    patches of torch's functions are then in force wherever they are used."""
+    origins = [o for t in tensors if t.half or t.low_graph & HALF
+               for o in ((t.origin,) if t.origin is not None else ()) + t.also]
+    return bool(origins) and all(o.kind == APEX_O1_ORIGIN for o in origins)
+
+
 def carries_half(value: Value, depth: int = 2) -> bool:
     """Whether ``value`` carries evidence of half precision: a tensor that may be half (or went
     through half ops), a module cast to half, or such an item of a tuple, list or dict."""
