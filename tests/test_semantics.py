@@ -50,6 +50,19 @@ def _line_of(code: str, marker: str) -> int:
     return next(i for i, text in enumerate(textwrap.dedent(code).lstrip("\n").splitlines(), 1) if marker in text)
 
 
+def _codes_in_project(tmp_path: Path, files: Dict[str, str], select: str) -> List[str]:
+    """``path:line: CODE`` of each finding of ``amp-lint check --select select`` run in a project
+    of ``files`` (relative paths), sorted."""
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    result = subprocess.run([sys.executable, "-m", "amp_lint", "check", "--isolated", "--no-cache",
+                             "--select", select, "--output-format", "json", "."],
+                            capture_output=True, text=True, cwd=tmp_path)
+    return sorted(f"{Path(f['filename']).resolve().relative_to(tmp_path.resolve()).as_posix()}:"
+                  f"{f['location']['row']}: {f['code']}" for f in json.loads(result.stdout or "[]"))
+
+
 def _codes(tmp_path: Path, code: str) -> List[str]:
     """``line: CODE`` of each finding of ``amp-lint check`` on ``code`` (as ``m.py``)."""
     (tmp_path / "m.py").write_text(textwrap.dedent(code).lstrip("\n"), encoding="utf-8")
@@ -1403,6 +1416,64 @@ def test_a_cast_in_another_program_is_no_evidence_in_this_one(tmp_path: Path) ->
     casting = train.replace("runner = Runner(Scorer().cuda())", "runner = Runner(Scorer().cuda())\n"
                             "        noise = torch.randn(2, 8).cuda().half()")
     assert codes({"train.py": casting})[:1] == ["lib.py:15: AMP204"]
+
+
+def test_top_level_scripts_are_programs_and_a_promotion_keeps_the_half_evidence(tmp_path: Path) -> None:
+    """Two scripts written without a ``__main__`` block (their top level loops) share a wrapper
+    whose layer keeps its last output in a field: one trains through a DeepSpeed fp16 engine, the
+    other in float32. The field joins both runs, so the float32 script's loss has float16 in its
+    graph after a concatenation promotes it; that evidence keeps the DeepSpeed script's origin
+    through the promotion and the float32 layer after it, and
+    a script that neither imports nor is that script does not take it as its own (before: AMP102
+    on the float32 script's ``.backward()``, naming no cast). The fp16 run's loss stays a finding."""
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/wrap.py": """
+            import torch
+            from torch import nn
+            import torch.nn.functional as F
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.proj = nn.Linear(64, 256)
+                    self.head = nn.Linear(256, 256)
+                    self.memory = None
+                def forward(self, x):
+                    h = self.proj(x)
+                    if self.memory is not None:
+                        h = torch.cat([h, self.memory], dim=0)
+                    self.memory = h
+                    return self.head(h)
+            class LossWrapper(nn.Module):
+                def __init__(self, net):
+                    super().__init__()
+                    self.net = net
+                def forward(self, x, y):
+                    return F.cross_entropy(self.net(x), y)
+            """,
+        "fp16/train.py": """
+            import deepspeed
+            from pkg.wrap import LossWrapper, Net
+            model = LossWrapper(Net())
+            engine, optimizer, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(),
+                                                           config={"fp16": {"enabled": True}})
+            for x, y in []:
+                loss = engine(x, y)
+                engine.backward(loss)
+                engine.step()
+            """,
+        "fp32/train.py": """
+            import torch
+            from pkg.wrap import LossWrapper, Net
+            model = LossWrapper(Net())
+            opt = torch.optim.Adam(model.parameters())
+            for x, y in []:
+                loss = model(x, y)
+                loss.backward()
+                opt.step()
+            """,
+    }
+    assert _codes_in_project(tmp_path, files, "AMP1,AMP2") == ["pkg/wrap.py:21: AMP202"]
 
 
 def test_a_dtype_test_on_a_config_of_unknown_value_stays_undecided(tmp_path: Path) -> None:
@@ -3472,3 +3543,77 @@ def test_a_method_called_on_the_receiver_ends_the_read_back_of_its_fields(tmp_pa
     """
     assert one(tmp_path, code, "# <- before", "kept") == ["tensor float32"]
     assert one(tmp_path, code, "# <- after", "after") != ["tensor float32"]
+
+
+def test_a_sequential_of_named_pairs_runs_its_layers(tmp_path: Path) -> None:
+    """``nn.Sequential(OrderedDict([("conv", ...), ...]))``, with pairs from a comprehension
+    added: its layers run in order on the input, so the weight-standardised convolution of a
+    model cast to half computes its variance in half (AMP203). Before, such a Sequential held no
+    known layers and its output was unknown."""
+    code = """
+    from collections import OrderedDict
+    import torch
+    from torch import nn
+    class StdConv(nn.Conv2d):
+        def forward(self, x):
+            var, mean = torch.var_mean(self.weight, dim=[1, 2, 3], keepdim=True)
+            return nn.functional.conv2d(x, (self.weight - mean) / var.sqrt(), self.bias)
+    class Net(nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.root = nn.Sequential(OrderedDict([("conv", StdConv(3, 8, 3)), ("act", nn.ReLU())]))
+            self.body = nn.Sequential(OrderedDict(
+                [("unit1", nn.Conv2d(8, 8, 1))] + [(f"unit{i}", nn.Conv2d(8, 8, 1)) for i in range(n)]))
+        def forward(self, x):
+            return self.body(self.root(x))
+    def main():
+        net = Net(2).cuda().half()
+        y = net(torch.randn(1, 3, 8, 8).cuda().half())  # out
+    main()
+    """
+    assert _codes(tmp_path, code) == [f"{_line_of(code, 'var_mean')}: AMP203"]
+    assert one(tmp_path, code, "# out", "y") == ["tensor float16"]
+
+
+def test_a_plugin_imported_by_a_name_of_its_package_is_one_of_its_modules(tmp_path: Path) -> None:
+    """``importlib.import_module(f"pkg.models.{args.model}")``: the module imported is one of the
+    package's modules, so the class the script takes from it (``module.Net()``) and casts to half
+    runs its softmax in half (AMP201 in each candidate that defines one). Before, the module was
+    unknown and nothing after it was analysed."""
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/models/__init__.py": "",
+        "pkg/models/small.py": """
+            import torch
+            from torch import nn
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(8, 8)
+                def forward(self, x):
+                    return torch.softmax(self.fc(x), dim=-1)
+            """,
+        "pkg/models/tiny.py": """
+            from torch import nn
+            class Other(nn.Module):
+                def forward(self, x):
+                    return x
+            """,
+        "run.py": """
+            import argparse
+            import importlib
+            import torch
+            def main():
+                parser = argparse.ArgumentParser()
+                parser.add_argument("--model", default="small")
+                args = parser.parse_args()
+                module = importlib.import_module(f"pkg.models.{args.model}")
+                net = module.Net().cuda().half()
+                print(net(torch.randn(2, 8).cuda().half()))
+            if __name__ == "__main__":
+                main()
+            """,
+    }
+    # more modules than a union of other values keeps (six): a package of plugins keeps them all
+    files.update({f"pkg/models/variant{i}.py": f"WIDTH = {8 * (i + 1)}\n" for i in range(6)})
+    assert _codes_in_project(tmp_path, files, "AMP2") == ["pkg/models/small.py:8: AMP201"]

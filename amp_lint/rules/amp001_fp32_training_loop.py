@@ -209,6 +209,39 @@ class Fp32TrainingLoop(Rule):
             """,
         ),
         Invalid(
+            # an optimizer wrapped by a class of the project, stepped by two loops: both are found
+            # (the second call of its ``step()`` reuses what the first one learnt)
+            """
+            import torch
+
+            class Optim:
+                def __init__(self, params):
+                    self.optimizer = torch.optim.Adam(params)
+
+                def step(self):
+                    self.optimizer.step()
+
+            def pretrain(model, optim, loader):
+                for x in loader:
+                    model.zero_grad()
+                    model(x).sum().backward()
+                    optim.step()
+
+            def finetune(model, optim, loader):
+                for x, y in loader:
+                    model.zero_grad()
+                    (model(x) - y).square().mean().backward()
+                    optim.step()
+
+            model = torch.nn.Linear(4, 4)
+            optim = Optim(model.parameters())
+            pretrain(model, optim, [])
+            finetune(model, optim, [])
+            """,
+            count=2,
+            fix_withheld=True,
+        ),
+        Invalid(
             # binary_cross_entropy raises under CUDA autocast: reported, not migrated
             """
             import torch

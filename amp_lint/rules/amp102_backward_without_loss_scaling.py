@@ -29,9 +29,14 @@ class BackwardWithoutLossScaling(Rule):
     optimizer's `optimizer.backward(loss)`) are not `loss.backward()` and are not reported, nor is
     a plain backward beside one that apex's `amp.scale_loss` scales, on parameters that only apex
     made float16 (the path that does not use apex), nor one whose loss is half only through a cast
-    in another program (another script with a `__main__` block that this one does not import,
-    whose model reached a class field both use). bfloat16 needs no loss scaling and is not
-    reported.
+    in another program (another script - with a `__main__` block, or a top level that loops -
+    that this one does not import, whose model reached a class field both use). The plain
+    backward of `if scaler is not None: scaler.scale(loss).backward() else: loss.backward()` is
+    checked on its own: reported where that branch can be half (a model cast under
+    `precision == "fp16"` while the scaler is made only for `"amp"`), not where the scaler is
+    made under the same test as the half evidence (`GradScaler() if amp else None` beside
+    `autocast(enabled=amp)`: the unscaled branch runs in float32). bfloat16 needs no loss
+    scaling and is not reported.
 
     ## Why is this bad?
     fp16's smallest subnormal is 6e-8 and its smallest normal 6.1e-5: many activation gradients
@@ -58,6 +63,34 @@ class BackwardWithoutLossScaling(Rule):
     - https://pytorch.org/docs/stable/notes/amp_examples.html
     """
     VALID = [
+        Valid("""
+        import argparse
+        import torch
+
+        # the scaler exists exactly when autocast is on: the unscaled branch runs in float32
+        def backward(loss, scaler, optimizer):
+            if scaler is not None:
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+            else:
+                loss.backward()
+                optimizer.step()
+
+        def train(model, loader, precision):
+            scaler = torch.amp.GradScaler("cuda") if precision == "amp" else None
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                optimizer.zero_grad()
+                with torch.autocast("cuda", enabled=precision == "amp"):
+                    loss = torch.nn.functional.mse_loss(model(x), y)
+                backward(loss, scaler, optimizer)
+
+        if __name__ == "__main__":
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--precision", choices=["amp", "fp32"], default="amp")
+            train(torch.nn.Linear(4, 4).cuda(), [], parser.parse_args().precision)
+        """),
         Valid("""
         import torch
         for x, y in loader:
@@ -115,6 +148,39 @@ class BackwardWithoutLossScaling(Rule):
         """),
     ]
     INVALID = [
+        Invalid(
+            # the unscaled branch is the one "fp16" takes: the model is half and no scaler exists
+            """
+            import argparse
+            import torch
+
+            def backward(loss, scaler, optimizer):
+                if scaler is not None:
+                    scaler.scale(loss).backward()
+                    scaler.step(optimizer)
+                    scaler.update()
+                else:
+                    loss.backward()
+                    optimizer.step()
+
+            def train(model, loader, precision):
+                if precision == "fp16":
+                    model.half()
+                scaler = torch.amp.GradScaler("cuda") if precision == "amp" else None
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    with torch.autocast("cuda", enabled=precision == "amp"):
+                        loss = torch.nn.functional.mse_loss(model(x), y)
+                    backward(loss, scaler, optimizer)
+
+            if __name__ == "__main__":
+                parser = argparse.ArgumentParser()
+                parser.add_argument("--precision", choices=["amp", "fp16", "fp32"], default="amp")
+                train(torch.nn.Linear(4, 4).cuda(), [], parser.parse_args().precision)
+            """,
+            fix_withheld=True,
+        ),
         Invalid(
             """
             import torch
@@ -305,7 +371,7 @@ class BackwardWithoutLossScaling(Rule):
                                                   for obs in step.backward.observations):
                 continue  # made half only by a cast in another program (a field both programs' runs share)
             if pure and _apex_origins_only(tensors) and any(
-                    model.apex_scaled(other) for other in step.backwards if other is not step.backward):
+                    model.apex_scaled(other) for other in step.backwards + step.siblings if other is not step.backward):
                 # the float16 parameters are apex's and another backward of this loop or function
                 # is scaled by apex's ``amp.scale_loss``: this one is on the path that does not use
                 # apex (``if params.amp == -1: loss.backward() else: with amp.scale_loss(...)``)

@@ -105,12 +105,17 @@ class Observation:
 
     def half_from_another_program(self, value: Value) -> bool:
         """The half evidence of ``value`` is all from casts in another program: a script of its
-        own (a ``__main__`` block) that the script running this context neither is nor imports
+        own (:attr:`SourceModule.is_script`) that the script running this context neither is nor imports
         (an inference script's ``model.half()`` reaching a training script's run through a field
         of a wrapper class both use). Separate programs share no objects at run time."""
-        if self.facts is None or not self.record.stack:
+        if self.facts is None:
             return False
-        entry = self.record.stack[0].path
+        if self.record.stack:
+            entry = self.record.stack[0].path
+        elif isinstance(self.record.scope, ast.Module):  # a script's own top level
+            entry = self.record.module.relpath
+        else:
+            return False
         origins = [o for option in options(value)
                    if isinstance(option, Tensor) and (option.half or option.graph & HALF)
                    for o in ((option.origin,) if option.origin is not None else ()) + option.also]
@@ -211,7 +216,8 @@ class Facts:
 
     def another_program(self, entry: str, origin: str) -> bool:
         """Whether the file ``origin`` is a program of its own apart from the script ``entry``:
-        both have a ``__main__`` block, ``entry`` does not import ``origin`` (by its name), and
+        both are scripts (a ``__main__`` block or a top level that loops), ``entry`` does not
+        import ``origin`` (by its name), and
         ``entry`` casts no model to half itself (where it does, a summary shared by equal calls
         may name the other program's cast for its own)."""
         if entry == origin:

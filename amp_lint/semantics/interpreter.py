@@ -113,6 +113,8 @@ class Summary:
     reruns: int = 0
     #: the value of FIELD_CHANGES when ``reads`` was last found current (no field changed since: not stale)
     checked: int = -1
+    #: an optimizer's ``step()`` ran in it (or in a call it made)
+    steps: bool = False
 
     def stale(self) -> bool:
         """A field it read has changed since (``model.module`` got another class after this ran)."""
@@ -231,6 +233,8 @@ class Interpreter:
         self.frameworks: List[Tuple[str, Optional[str], Optional[Origin]]] = []
         #: ids of the call nodes through which an optimizer's ``step()`` ran (``opt.step_and_update_lr()``)
         self.stepping_calls: Set[int] = set()
+        #: an optimizer stepped in the function being analysed (for its summary's ``steps``)
+        self.stepped = False
         #: internal errors met (path, line, description): the code there is left unknown
         self.errors: List[Tuple[str, int, str]] = []
         #: id of a ``map(f, ...)`` call -> the node its calls of ``f`` are made at (see torch_api._map)
@@ -465,7 +469,8 @@ class Interpreter:
     def import_dynamic(self, arg: ast.AST, frame: Frame) -> Value:
         """``importlib.import_module(name)``: the module when ``name`` is known; when only its
         package is (``f"pkg.tasks.{name}"``, ``namespace + "." + file``: the plugin loop of a
-        registry), every module of that package runs, as the loop over its folder would run them."""
+        registry), every module of that package runs, as the loop over its folder would run them,
+        and the module imported is one of them."""
         value = frame.record.values.get(id(arg))
         if isinstance(value, Scalar) and isinstance(value.value, str):
             found = self.index.resolve_absolute(frame.module, value.value)
@@ -480,11 +485,14 @@ class Interpreter:
         folder = package.folder if isinstance(package, (SourceModule, Namespace)) else None
         if folder is None:
             return UNKNOWN
+        found_modules: List[Value] = []
         for module in self.modules:
             if module.folder == folder and not module.is_package \
                     and not PurePosixPath(module.relpath).name.startswith("_"):
                 self.run_module(module)
-        return UNKNOWN
+                found_modules.append(ModVal(module))
+        # the module imported is one of them (the plugin loop's current one, ``models.{args.model}``)
+        return registry_join(found_modules) if found_modules else UNKNOWN
 
     def _string_prefix(self, node: ast.AST, frame: Frame) -> str:
         """The known leading text of a string expression ("" when none)."""
@@ -683,6 +691,13 @@ class Interpreter:
                 + self._excluded_by(node.test)
             false_in_else = [a for c in false_in_else for a in _flag_aliases(c) if a in self.conditions]
             false_in_else += self._excluded_by(node.test, negated=True)
+        absent = _scaler_absent(node.test, frame)
+        if absent is not None:  # where the scaler is None, the conditions that made it are false
+            conditions, in_else = absent
+            if in_else:
+                false_in_else = false_in_else + conditions
+            else:
+                false_in_then = false_in_then + conditions
         narrowing = _dtype_narrowing(node.test, frame)
         narrowed = _aliases(narrowing[0], frame) if narrowing is not None else ()
         refuted = frame.refuted
@@ -2023,9 +2038,7 @@ class Interpreter:
         reruns = 0
         if found is not None:
             if found.reruns >= MAX_RERUNS or key in self.running or self.depth >= MAX_DEPTH or not found.stale():
-                if self.reading is not None:
-                    self.reading.update(found.reads)
-                return found
+                return self._reused(found, stack)
             reruns = found.reruns + 1  # analysed again in the same context: its old record goes
             if found.record is not None:
                 self.records[id(found.record.scope)].remove(found.record)
@@ -2048,9 +2061,7 @@ class Interpreter:
                 if all(covers(w, p) for w, p in zip(wide[0], params)) \
                         and not (any(carries_half(w) for w in wide[0]) and not any(carries_half(p) for p in params)):
                     found = self.memo.get((id(info), wide[0], state))
-                    if found is not None and self.reading is not None:
-                        self.reading.update(found.reads)
-                    return found
+                    return self._reused(found, stack) if found is not None else None
                 if info.exact_contexts >= MAX_EXACT_CONTEXTS:
                     return None
                 info.exact_contexts += 1
@@ -2061,8 +2072,10 @@ class Interpreter:
                 self.wide[slot] = (joined, (wide[1] + 1) if wide else 1)
                 wide_key = (id(info), joined, state)
                 found = self.memo.get(wide_key)
-                if found is not None or wide_key in self.running:
-                    return found
+                if found is not None:
+                    return self._reused(found, stack)
+                if wide_key in self.running:
+                    return None
                 env = dict(zip(names, joined))
                 key = wide_key
         if not reruns:  # a context analysed again is not another context
@@ -2070,6 +2083,7 @@ class Interpreter:
         self.running.add(key)
         self.depth += 1
         outer_reading, self.reading = self.reading, set()
+        outer_stepped, self.stepped = self.stepped, False
         record = self._record(info.node, info.module, state, stack, context_free, origin)
         frame = Frame(info.module, info, dict(env), record, state, stack, cls=None)
         frame.closure = closure if closure is not None else info.closure
@@ -2094,6 +2108,7 @@ class Interpreter:
             read, self.reading = self.reading, outer_reading
             if outer_reading is not None:
                 outer_reading |= read
+            stepped, self.stepped = self.stepped, outer_stepped or self.stepped
         effects: Dict[int, Value] = {}
         for i, name in enumerate(names):
             if name in frame.mutated and name not in frame.assigned:
@@ -2102,9 +2117,19 @@ class Interpreter:
                     effect = join(effect, returned.get(name, env.get(name, UNKNOWN)))
                 effects[i] = effect
         summary = Summary(frame.returns if frame.returns is not None else NONE, effects,
-                          {cls: cls.field_version for cls in read}, record, reruns, FIELD_CHANGES[0])
+                          {cls: cls.field_version for cls in read}, record, reruns, FIELD_CHANGES[0], stepped)
         self.memo[key] = summary
         return summary
+
+    def _reused(self, found: Summary, stack: Tuple[CallSite, ...]) -> Summary:
+        """``found`` answers a call with ``stack``: the fields it read are read here too, and an
+        optimizer it stepped steps through this call's sites as well."""
+        if self.reading is not None:
+            self.reading.update(found.reads)
+        if found.steps:
+            self.stepping_calls.update(site.node_id for site in stack)
+            self.stepped = True
+        return found
 
 
 class _ClassNamespace(dict):
@@ -2228,6 +2253,33 @@ def _flag_aliases(text: str) -> Tuple[str, str]:
     body = text[4:] if negated else text
     other = body[5:] if body.startswith("self.") else "self." + body
     return text, ("not " + other) if negated else other
+
+
+def _scaler_absent(test: ast.AST, frame: Frame) -> Optional[Tuple[List[str], bool]]:
+    """For ``if scaler is not None:`` (``if scaler:``, ``is None``, ``not scaler``) on a GradScaler
+    made only under conditions (``GradScaler() if args.amp else None``): those conditions, and
+    whether the branch where it is None is the ``else``."""
+    in_else = True
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, in_else = test.operand, False
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.IsNot)) \
+            and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None:
+        in_else = in_else == isinstance(test.ops[0], ast.IsNot)
+        test = test.left
+    if not isinstance(test, (ast.Name, ast.Attribute)):
+        return None
+    value = frame.record.values.get(id(test))
+    if value is None:
+        return None
+    conditions: List[str] = []
+    for option in options(value):
+        if option == NONE:
+            continue
+        made = option.get("exists_when") if isinstance(option, Obj) and option.kind == "grad_scaler" else None
+        if not (isinstance(made, Scalar) and isinstance(made.value, str)):
+            return None  # a scaler made on every path, or something else
+        conditions.append(made.value)
+    return (conditions, in_else) if conditions else None
 
 
 def _refuted_flags(test: ast.AST, module: SourceModule) -> Tuple[List[str], List[str]]:
@@ -2819,6 +2871,11 @@ def _dtype_with_origin(value: Value, frame: Frame, node: ast.AST) -> Value:
     return value
 
 
+def _scalers_only(value: Value) -> bool:
+    found = options(value)
+    return bool(found) and all(isinstance(o, Obj) and o.kind == "grad_scaler" for o in found)
+
+
 def _half_side(a: Value, b: Value, before: Optional[Value] = None) -> int:
     """1 when only ``a`` is half and ``b`` is the same kind of value wider (``model.half()`` on one
     path only: the branch condition is the precision's), 2 the other way round, else 0. ``before``:
@@ -2849,6 +2906,12 @@ def _half_side(a: Value, b: Value, before: Optional[Value] = None) -> int:
             and any(isinstance(o, Module) for o in options(half_side)) and all(
                 o is UNKNOWN or isinstance(o, Module) and not o.cast & HALF for o in options(v))
 
+    # a GradScaler made on one path only (``GradScaler() if args.amp else None``): it exists
+    # under the test, as a half value made on one path holds under it
+    if b == NONE and _scalers_only(a):
+        return 1
+    if a == NONE and _scalers_only(b):
+        return 2
     half_a, wide_a = dtypes(a)
     half_b, wide_b = dtypes(b)
     if half_a and not half_b and (wide_b or dtype_choice(a) and unspecified(b) or unknown_model(b, a)):

@@ -60,8 +60,10 @@ class SourceModule:
 
     @cached_property
     def is_script(self) -> bool:
-        """Whether the file has an ``if __name__ == "__main__":`` block (it is meant to be run)."""
-        return any(isinstance(stmt, ast.If) and is_main_guard(stmt.test) for stmt in self.tree.body)
+        """Whether the file is meant to be run: it has an ``if __name__ == "__main__":`` block, or
+        its top level loops (a training script written without one)."""
+        return any(isinstance(stmt, ast.If) and is_main_guard(stmt.test)
+                   or isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)) for stmt in self.tree.body)
 
     @cached_property
     def imported_names(self) -> Set[str]:

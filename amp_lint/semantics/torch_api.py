@@ -922,7 +922,7 @@ def call_torch_module(interp: "Interpreter", frame: "Frame", module: Module, arg
                 # the weights and the input must share a dtype (a half layer given fp32 raises),
                 # so when the two disagree one of them is known imprecisely: keep either's half
                 dtypes = (first.dtypes | param.dtypes) & FLOATS
-                origin = param.origin if param.half else (first.origin if first.half else None)
+                origin = param.origin if param.half else (first.origin if first.half else result.origin)
                 result = Tensor(dtypes, first.unknown or param.unknown, origin, graph=result.graph, learned=True)
             return result
         if frame.state is not None and short in ("MultiheadAttention", "LSTM", "GRU", "RNN", "Transformer",
@@ -1026,6 +1026,8 @@ def call_ext(interp: "Interpreter", frame: "Frame", qualified: str, args: List[V
         return library_call(interp, frame, library, args, kwargs, node)
     if qualified == "functools.partial" and args and not _is_star(args[0]):
         return obj("partial", func=args[0], args=Seq(tuple(args[1:])), kwargs=DictVal(tuple(kwargs.items())))
+    if qualified == "collections.OrderedDict" and len(positional) <= 1:
+        return dict_of(positional[0] if positional else None, kwargs)
     if qualified == "collections.namedtuple":
         return namedtuple_class(positional[1] if len(positional) > 1 else kwargs.get("field_names", UNKNOWN))
     if qualified in trainingdata.AUTOCASTS:
@@ -1698,14 +1700,7 @@ def call_builtin(interp: "Interpreter", frame: "Frame", name: str, args: List[Va
     if name == "next":
         return interp.iterate(first, frame)
     if name == "dict":
-        items = [(k, v) for k, v in kwargs.items() if k != "**"]
-        if isinstance(first, DictVal):
-            items = list(first.items) + items
-        elif positional:
-            items = list(OPEN_KEYS) + items  # pairs or a mapping of unknown keys
-        if "**" in kwargs:
-            items += list(OPEN_KEYS)
-        return DictVal(tuple(items))
+        return dict_of(first if positional else None, kwargs)
     if name == "isinstance" and len(positional) == 2 and interp.probing_layers:
         return Scalar("bool", layer_isinstance(first, positional[1]))
     if name == "isinstance" and len(positional) == 2:
@@ -1915,6 +1910,7 @@ def obj_method(interp: "Interpreter", frame: "Frame", value: Obj, name: str, arg
         return UNKNOWN
     if kind == "optimizer" and name == "step":
         interp.stepping_calls.update(site.node_id for site in frame.stack)
+        interp.stepped = True
         site = value.get("site")
         for origin in interp.pending_casts.get(site.value, ()) if isinstance(site, Scalar) else ():
             if (site.value, origin) not in interp.half_optimizers:
@@ -2170,6 +2166,47 @@ def _kept_by_registry(value: Value) -> bool:
     found = options(value)
     return bool(found) and all(isinstance(o, (ClassVal, FuncVal, Instance)) or isinstance(o, Module)
                                and isinstance(o.cls, ClassVal) for o in found)
+
+
+def dict_of(first: Optional[Value], kwargs: Dict[str, Value]) -> DictVal:
+    """``dict(...)`` / ``OrderedDict(...)``: a mapping copied, or key-value pairs (a list of
+    2-tuples: ``OrderedDict([("conv", Conv()), ("gn", GroupNorm())])``, where the pairs of a
+    comprehension have unknown keys), then the keyword arguments."""
+    items: List[Tuple[object, Value]] = []
+    if isinstance(first, DictVal):
+        items = list(first.items)
+    elif first is not None:
+        pairs = _pairs(first)
+        items = list(OPEN_KEYS) if pairs is None else pairs  # a mapping or pairs of unknown shape
+    items += [(k, v) for k, v in kwargs.items() if k != "**"]
+    if "**" in kwargs:
+        items += list(OPEN_KEYS)
+    return DictVal(tuple(items))
+
+
+def _pairs(value: Value) -> Optional[List[Tuple[object, Value]]]:
+    """The (key, value) items of a list of 2-tuples keyed by names or numbers (None where it is
+    not one: a mapping keyed by classes, ``OrderedDict([(BertConfig, BertModel), ...])``, is a
+    registry whose lookups by an unknown key stay unknown, as before)."""
+    if isinstance(value, Seq):
+        out: List[Tuple[object, Value]] = []
+        for item in value.items:
+            if _is_star(item):  # ``[*pairs, ...]``
+                inner = _pairs(item.value)  # type: ignore[attr-defined]
+                if inner is None:
+                    return None
+                out.extend(inner)
+            elif isinstance(item, Seq) and len(item.items) == 2 and isinstance(item.items[0], Scalar):
+                key = item.items[0]
+                out.append((key.value if key.value is not None else None, item.items[1]))
+            else:
+                return None
+        return out
+    if isinstance(value, Coll):
+        elem = value.elem
+        if isinstance(elem, Seq) and len(elem.items) == 2 and isinstance(elem.items[0], Scalar):
+            return [(None, elem.items[1])]
+    return None
 
 
 def _dict_after(receiver: DictVal, name: str, positional: List[Value], kwargs: Dict[str, Value]) -> DictVal:

@@ -63,6 +63,9 @@ class TrainingStep:
     clips: List[Event] = field(default_factory=list)
     zero_grads: List[Event] = field(default_factory=list)
     apex_with: Optional[ast.With] = None
+    #: the scaled backwards on the other branch of an ``if`` (``if scaler is not None:
+    #: scaler.scale(loss).backward() else: loss.backward()``), where this backward is unscaled
+    siblings: List[Event] = field(default_factory=list)
 
     def loss_tensors(self) -> List[Tensor]:
         out = []
@@ -158,9 +161,11 @@ class TrainingModel:
             if isinstance(node, ast.Call):
                 func = node.func
                 name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-                if name in _EVENT_NAMES:
-                    self._event(node, _ancestors(chain), scope)
-                elif self.facts.steps_an_optimizer(node):  # a call that steps an optimizer inside (a scheduling wrapper)
+                if name in _EVENT_NAMES and self._event(node, _ancestors(chain), scope):
+                    pass
+                elif self.facts.steps_an_optimizer(node):
+                    # a call that steps an optimizer inside: a scheduling wrapper's
+                    # ``step_and_update_lr()``, or the ``step()`` of a project class that wraps one
                     self.events.append(Event("step_via", node, _ancestors(chain) + (node,),
                                              func.value if isinstance(func, ast.Attribute) else None,
                                              list(self.facts.observations(node, scope))))
@@ -183,11 +188,12 @@ class TrainingModel:
             is_optimizer(obs.value(e.receiver)) for obs in e.observations) or (
             id(self.scopes.get(id(e.node))), ast.unparse(e.receiver)) in zeroed]
 
-    def _event(self, node: ast.Call, ancestors: Tuple[ast.AST, ...], scope: ast.AST) -> None:
+    def _event(self, node: ast.Call, ancestors: Tuple[ast.AST, ...], scope: ast.AST) -> bool:
+        """Record the protocol event ``node`` is, if it is one (whether it was)."""
         func = node.func
         observations = self.facts.observations(node, scope)
         if not observations:
-            return
+            return False
         name = func.attr if isinstance(func, ast.Attribute) else None
         receiver = func.value if isinstance(func, ast.Attribute) else None
         kind: Optional[str] = None
@@ -207,6 +213,7 @@ class TrainingModel:
                 kind = "zero_grad"
         if kind is not None:
             self.events.append(Event(kind, node, ancestors, receiver, observations))
+        return kind is not None
 
     def _is_clip(self, node: ast.Call, observations: Sequence[Observation]) -> bool:
         for obs in observations:
@@ -284,8 +291,20 @@ class TrainingModel:
             for container in _containers(event.ancestors):
                 key = id(container) if container is not None else id(self.tree)
                 if key in claimed:
-                    claimed[key].backwards.append(event)
-                    step = claimed[key]
+                    owner = claimed[key]
+                    if owner.scaled and not scaled and all(_exclusive(event.ancestors, b.ancestors)
+                                                           for b in owner.backwards) \
+                            and self._on_scaler_presence(event, owner.backward):
+                        # the other branch of ``if scaler is not None: scaler.scale(loss).backward()
+                        # else: loss.backward()``: a step of its own, with the same optimizer steps
+                        loop = container if isinstance(container, LOOPS) else None
+                        own = self._collect_step(event, loss, scaled, container, loop, function, apex_with)
+                        own.siblings = list(owner.backwards)
+                        out.append(own)
+                        step = own
+                        break
+                    owner.backwards.append(event)
+                    step = owner
                     break
                 loop = container if isinstance(container, LOOPS) else None
                 candidate = self._collect_step(event, loss, scaled, container, loop, function, apex_with)
@@ -299,6 +318,20 @@ class TrainingModel:
             claimed[key] = step
             out.append(step)
         return out
+
+    def _on_scaler_presence(self, event: Event, other: Event) -> bool:
+        """Whether the ``if`` that separates two backwards tests a GradScaler's presence (``if
+        scaler is not None:``, ``if scaler:``), not a flag (``if args.fp16:``, whose other branch
+        the flag's evidence already leaves out)."""
+        test = _separating_test(event.ancestors, other.ancestors)
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test = test.operand
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.IsNot)) \
+                and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None:
+            test = test.left
+        if not isinstance(test, (ast.Name, ast.Attribute)):
+            return False
+        return any(is_scaler(obs.value(test)) for obs in event.observations + other.observations)
 
     def _collect_step(self, event: Event, loss: ast.AST, scaled: bool, container: Optional[ast.AST],
                       loop: Optional[ast.AST], function: Optional[ast.AST],
@@ -364,6 +397,15 @@ def _innermost(ancestors: Sequence[ast.AST], types: tuple) -> Optional[ast.AST]:
 
 def _within(ancestors: Sequence[ast.AST], scope: ast.AST) -> bool:
     return any(a is scope for a in ancestors)
+
+
+def _separating_test(a: Sequence[ast.AST], b: Sequence[ast.AST]) -> Optional[ast.AST]:
+    """The test of the ``if`` whose two branches hold the two calls (None where none does)."""
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x is not y:
+            parent = a[i - 1] if i else None
+            return parent.test if isinstance(parent, ast.If) else None
+    return None
 
 
 def _exclusive(a: Sequence[ast.AST], b: Sequence[ast.AST]) -> bool:

@@ -731,11 +731,11 @@ def _a_function(value: Value) -> bool:
 
 
 def _registered(value: Value) -> bool:
-    """A project class (what a registry of architectures keeps), an instance of one, or a method
-    bound to such an instance."""
+    """A project class (what a registry of architectures keeps), an instance of one, a method
+    bound to such an instance, or a project module (one of a package's plugins imported by name)."""
     if isinstance(value, FuncVal):
         value = value.bound
-    return isinstance(value, ClassVal) or isinstance(value, Instance) and isinstance(value.cls, ClassVal)
+    return isinstance(value, (ClassVal, ModVal)) or isinstance(value, Instance) and isinstance(value.cls, ClassVal)
 
 
 def _of_a_module(value: Value) -> bool:
@@ -892,6 +892,8 @@ def with_condition(value: Value, condition: str) -> Value:
         return replace(value, origin=replace(value.origin, condition=condition))
     if isinstance(value, (Autocast, DType)) and value.origin is not None and value.origin.condition is None:
         return replace(value, origin=replace(value.origin, condition=condition))
+    if isinstance(value, Obj) and value.kind == "grad_scaler" and value.get("exists_when") is None:
+        return value.set("exists_when", Scalar("str", condition))  # ``GradScaler() if amp else None``
     if isinstance(value, Union):
         return union_of(with_condition(v, condition) for v in options(value))
     return value
