@@ -3617,3 +3617,47 @@ def test_a_plugin_imported_by_a_name_of_its_package_is_one_of_its_modules(tmp_pa
     # more modules than a union of other values keeps (six): a package of plugins keeps them all
     files.update({f"pkg/models/variant{i}.py": f"WIDTH = {8 * (i + 1)}\n" for i in range(6)})
     assert _codes_in_project(tmp_path, files, "AMP2") == ["pkg/models/small.py:8: AMP201"]
+
+
+def test_the_else_branch_does_not_run_in_a_state_the_then_branch_entered(tmp_path: Path) -> None:
+    """``if args.apex: amp.initialize(..., opt_level="O1"); train_apex(...) else: train_plain(...)``:
+    apex's patches hold for the rest of a run that initialised it, not in the other branch, so the
+    float32 training loop of the else-branch is no AMP102 finding (before, it ran in apex O1's state).
+    After the ``if``, the state holds on, under the then-branch's test."""
+    code = """
+    import argparse
+    import torch
+    from apex import amp
+    def train_apex(model, optimizer, loader):
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            with amp.scale_loss(loss, optimizer) as scaled:
+                scaled.backward()
+            optimizer.step()
+    def train_plain(model, optimizer, loader):
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            optimizer.step()
+    def main():
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--apex", action="store_true")
+        args = parser.parse_args()
+        model = torch.nn.Linear(8, 8).cuda()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        if args.apex:
+            model, optimizer = amp.initialize(model, optimizer, opt_level="O1")
+            train_apex(model, optimizer, [])
+        else:
+            train_plain(model, optimizer, [])
+        after = model(torch.randn(2, 8).cuda())  # after
+    if __name__ == "__main__":
+        main()
+    """
+    assert [c for c in _codes(tmp_path, code) if "AMP5" not in c] == []  # (AMP502: apex itself)
+    assert one(tmp_path, code, "# after", "after") == ["tensor float16"]
+    (context,) = explain_json(tmp_path, "m.py", "# after")
+    (because,) = next(v["because"] for v in context["values"] if v["expression"] == "after")
+    assert "amp.initialize" in because and "(when `args.apex`)" in because

@@ -701,10 +701,16 @@ class Interpreter:
         narrowing = _dtype_narrowing(node.test, frame)
         narrowed = _aliases(narrowing[0], frame) if narrowing is not None else ()
         refuted = frame.refuted
+        entered = frame.state, frame.autocast_origin, frame.record
         alive_then, env_then = self._branch(node, False, _refine(before, false_in_then), false_in_then, frame,
                                             narrowing, narrowed)
+        then_state = frame.state, frame.autocast_origin
+        if then_state[0] != entered[0]:  # the else-branch does not run in what the then-branch entered
+            frame.state, frame.autocast_origin, frame.record = entered
         alive_else, env_else = self._branch(node, True, _refine(before, false_in_else), false_in_else, frame,
                                             narrowing, narrowed)
+        self._join_states(node, frame, entered, then_state if alive_then else None,
+                          (frame.state, frame.autocast_origin) if alive_else else None)
         if not alive_then and not alive_else:
             frame.env = env_else
             return False
@@ -714,6 +720,23 @@ class Interpreter:
         frame.env = join_envs(env_then if alive_then else None, env_else if alive_else else None,
                               lambda: self._condition_texts(node.test, frame.module), before)
         return True
+
+    def _join_states(self, node: ast.If, frame: Frame, entered: Tuple[State, Optional[Origin], Record],
+                     then_went: Optional[Tuple[State, Optional[Origin]]],
+                     else_went: Optional[Tuple[State, Optional[Origin]]]) -> None:
+        """After an ``if`` (each branch's state where it falls through): a state a branch entered
+        (apex O1's ``amp.initialize`` patches torch for the rest of the run) holds on, its evidence
+        holding only under that branch's test where the other branch did not enter it."""
+        went = [(side, w) for side, w in ((0, then_went), (1, else_went)) if w is not None and w[0] != entered[0]]
+        if not went:
+            frame.state, frame.autocast_origin, frame.record = entered
+            return
+        side, (state, origin) = went[0]
+        if len(went) == 1 and origin is not None and origin.condition is None:
+            origin = replace(origin, condition=self._condition_texts(node.test, frame.module)[side])
+        if (frame.state, frame.autocast_origin) != (state, origin):
+            frame.state, frame.autocast_origin, frame.record = entered
+            self.enter_state(frame, state, origin)
 
     def _branch(self, node: ast.If, is_else: bool, env: Dict[str, Value], refuted: List[str], frame: Frame,
                 narrowing: Optional[Tuple[str, int, bool]], narrowed: Sequence[str]) -> Tuple[bool, Dict[str, Value]]:
@@ -2275,10 +2298,10 @@ def _scaler_absent(test: ast.AST, frame: Frame) -> Optional[Tuple[List[str], boo
     for option in options(value):
         if option == NONE:
             continue
-        made = option.get("exists_when") if isinstance(option, Obj) and option.kind == "grad_scaler" else None
-        if not (isinstance(made, Scalar) and isinstance(made.value, str)):
+        made = _exists_when(option)
+        if made is None:
             return None  # a scaler made on every path, or something else
-        conditions.append(made.value)
+        conditions.append(made)
     return (conditions, in_else) if conditions else None
 
 
@@ -2869,6 +2892,12 @@ def _dtype_with_origin(value: Value, frame: Frame, node: ast.AST) -> Value:
     if isinstance(value, DType) and value.dtypes & FLOATS and not value.dtypes & FLOATS & ~HALF and value.origin is None:
         return replace(value, origin=torch_api.dtype_origin(frame, node))
     return value
+
+
+def _exists_when(option: Value) -> Optional[str]:
+    """The test a GradScaler was made under, where it was made on one path only."""
+    made = option.get("exists_when") if isinstance(option, Obj) and option.kind == "grad_scaler" else None
+    return made.value if isinstance(made, Scalar) and isinstance(made.value, str) else None
 
 
 def _scalers_only(value: Value) -> bool:
