@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import ast
-from typing import List, Optional, Tuple
+from typing import FrozenSet, List, Optional, Tuple
 
 import libcst as cst
 
@@ -19,7 +19,7 @@ from amp_lint.semantics.facts import Observation
 from amp_lint.semantics.values import F16
 
 # Reductions that CUDA autocast runs in fp32 (fp32_set_opt_dtype / append_dtype; S1).
-_CUDA_FP32 = {"sum", "cumsum", "norm", "vector_norm", "logsumexp"}
+_CUDA_FP32 = frozenset({"sum", "cumsum", "norm", "vector_norm", "logsumexp"})
 _TORCH = {"torch.mean": "mean", "torch.sum": "sum", "torch.var": "var", "torch.std": "std", "torch.cumsum": "cumsum",
           "torch.norm": "norm", "torch.linalg.vector_norm": "vector_norm", "torch.linalg.norm": "norm",
           "torch.var_mean": "var_mean", "torch.std_mean": "std_mean"}
@@ -46,6 +46,18 @@ _SQUARING = {"var", "var_mean"}
 _SUMS = {"sum", "cumsum"}
 # The reductions reported only with that evidence.
 _NEED_LARGE_VALUES = _SQUARING | _FP32_NORMS | _SUMS
+
+
+# Reductions apex O1 patched to run in float32 (``torch`` and ``Tensor`` alike: its tensor lists take
+# every name of its torch lists that is a Tensor method; ``data/ops.py``'s APEX_O1).
+_APEX_FP32 = frozenset(op for op, policy in opdata.APEX_O1.items() if policy == opdata.FP32)
+
+
+def _fp32_list(obs: Observation) -> FrozenSet[str]:
+    """The reductions the fp32 lists in force here keep in float32: apex O1's (its state, or a
+    tensor an apex-O1 model made used outside it) or CUDA autocast's."""
+    state = obs.record.state
+    return _APEX_FP32 if state is None or state[0] == "apex" else _CUDA_FP32
 
 
 def squared_base(expr: ast.AST) -> Optional[ast.AST]:
@@ -98,7 +110,9 @@ class NormOrReductionInFp16(Rule):
     Finds hand-written normalisation statistics and reductions on float16 values where
     nothing upcasts them: `x.pow(2).mean(-1)` (RMSNorm), `var`, `sum`/`cumsum`, a norm of squares,
     in a module cast wholesale to half or on tensors cast to half, and under autocast where
-    autocast leaves the op in fp16 (`var` and means of squares on CUDA; all of them on CPU). A sum
+    autocast leaves the op in fp16 (`var` and means of squares on CUDA; all of them on CPU; under
+    apex O1, which patched `var`, `std`, `sum`, `cumsum`, `norm`, `prod` and `pow` to float32,
+    what it left alone, such as a mean of `square()`). A sum
     that only seeds `.backward()` (`y.sum().backward()`) is not reported: its gradient does not
     depend on its value; nor is the sum of a hand-written softmax's exponentials (`e = torch.exp(s
     - s.amax(-1, keepdim=True))`, then `e.sum(-1)`): AMP204 judges whether the exp overflows. The native `nn.LayerNorm`/`F.layer_norm`/`group_norm`/
@@ -143,6 +157,29 @@ class NormOrReductionInFp16(Rule):
       with torch 2.11 on an NVIDIA H200)
     """
     VALID = [
+        Valid("""
+        import torch
+        from apex import amp
+
+        # apex O1 patched torch.var and Tensor.var (and sum, std, norm) to run in float32
+        class ChannelNorm(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = torch.nn.Conv2d(64, 64, 3, padding=1)
+
+            def forward(self, x):
+                h = self.proj(x)
+                return (h - h.mean(dim=1, keepdim=True)) / (h.var(dim=1, keepdim=True) + 1e-5).sqrt()
+
+        model = ChannelNorm().cuda()
+        optimizer = torch.optim.Adam(model.parameters())
+        model, optimizer = amp.initialize(model, optimizer, opt_level="O1")
+        for x in loader:
+            loss = model(x).sum()
+            with amp.scale_loss(loss, optimizer) as scaled:
+                scaled.backward()
+            optimizer.step()
+        """),
         Valid("""
         # a sum that only seeds backward: its gradient is ones whatever its value
         import torch
@@ -359,7 +396,7 @@ class NormOrReductionInFp16(Rule):
                     reaching_value(local_scope(self.ctx, node), source.id))):
                 return  # hand-written softmax (also through a name): AMP204 reports the exp
             tensor = half_of(obs, source)
-            if tensor is None or not tensor.dtypes & F16 or (obs.fp32_lists_for(tensor) and op in _CUDA_FP32):
+            if tensor is None or not tensor.dtypes & F16 or (obs.fp32_lists_for(tensor) and op in _fp32_list(obs)):
                 continue  # bfloat16 cannot overflow here
             if op in _NEED_LARGE_VALUES and squared is None and not (tensor.learned or tensor.param):
                 continue  # the var, norm or sum of values no learned layer produced (masks, pixels, noise)
