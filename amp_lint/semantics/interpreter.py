@@ -2278,10 +2278,9 @@ def _flag_aliases(text: str) -> Tuple[str, str]:
     return text, ("not " + other) if negated else other
 
 
-def _scaler_absent(test: ast.AST, frame: Frame) -> Optional[Tuple[List[str], bool]]:
-    """For ``if scaler is not None:`` (``if scaler:``, ``is None``, ``not scaler``) on a GradScaler
-    made only under conditions (``GradScaler() if args.amp else None``): those conditions, and
-    whether the branch where it is None is the ``else``."""
+def presence_subject(test: ast.AST) -> Optional[Tuple[ast.AST, bool]]:
+    """The name or attribute whose presence ``test`` checks (``if x is not None:``, ``if x:``,
+    ``if x is None:``, ``if not x:``), and whether the branch where it is None is the ``else``."""
     in_else = True
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         test, in_else = test.operand, False
@@ -2289,8 +2288,17 @@ def _scaler_absent(test: ast.AST, frame: Frame) -> Optional[Tuple[List[str], boo
             and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None:
         in_else = in_else == isinstance(test.ops[0], ast.IsNot)
         test = test.left
-    if not isinstance(test, (ast.Name, ast.Attribute)):
+    return (test, in_else) if isinstance(test, (ast.Name, ast.Attribute)) else None
+
+
+def _scaler_absent(test: ast.AST, frame: Frame) -> Optional[Tuple[List[str], bool]]:
+    """For ``if scaler is not None:`` (:func:`presence_subject`) on a GradScaler made only under
+    conditions (``GradScaler() if args.amp else None``): those conditions, and whether the branch
+    where it is None is the ``else``."""
+    subject = presence_subject(test)
+    if subject is None:
         return None
+    test, in_else = subject
     value = frame.record.values.get(id(test))
     if value is None:
         return None

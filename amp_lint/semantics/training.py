@@ -13,6 +13,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from amp_lint.data import training as trainingdata
 from amp_lint.semantics.facts import Facts, Observation
+from amp_lint.semantics.interpreter import presence_subject
 from amp_lint.semantics.values import (
     UNKNOWN, Ext, Method, Obj, Tensor, Value, options,
 )
@@ -161,9 +162,8 @@ class TrainingModel:
             if isinstance(node, ast.Call):
                 func = node.func
                 name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-                if name in _EVENT_NAMES and self._event(node, _ancestors(chain), scope):
-                    pass
-                elif self.facts.steps_an_optimizer(node):
+                recorded = name in _EVENT_NAMES and self._event(node, _ancestors(chain), scope)
+                if not recorded and self.facts.steps_an_optimizer(node):
                     # a call that steps an optimizer inside: a scheduling wrapper's
                     # ``step_and_update_lr()``, or the ``step()`` of a project class that wraps one
                     self.events.append(Event("step_via", node, _ancestors(chain) + (node,),
@@ -324,14 +324,9 @@ class TrainingModel:
         scaler is not None:``, ``if scaler:``), not a flag (``if args.fp16:``, whose other branch
         the flag's evidence already leaves out)."""
         test = _separating_test(event.ancestors, other.ancestors)
-        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            test = test.operand
-        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.IsNot)) \
-                and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None:
-            test = test.left
-        if not isinstance(test, (ast.Name, ast.Attribute)):
-            return False
-        return any(is_scaler(obs.value(test)) for obs in event.observations + other.observations)
+        subject = presence_subject(test) if test is not None else None
+        return subject is not None and any(is_scaler(obs.value(subject[0]))
+                                           for obs in event.observations + other.observations)
 
     def _collect_step(self, event: Event, loss: ast.AST, scaled: bool, container: Optional[ast.AST],
                       loop: Optional[ast.AST], function: Optional[ast.AST],
