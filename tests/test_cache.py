@@ -307,6 +307,11 @@ def test_stale_index_files_are_pruned(project):
     assert recent.exists()
 
 
+def codes(reports) -> list:
+    """The codes of every finding of ``reports``, in order."""
+    return [f.code for r in reports for f in r.findings]
+
+
 def test_a_config_file_the_analysis_read_invalidates_the_cache_when_it_changes(tmp_path, monkeypatch, analysed):
     """The analysis reads ``configs/model.yaml`` where the script loads it: a cached report holds
     only while that file is unchanged (the Python files alone are not the whole input)."""
@@ -329,7 +334,6 @@ def test_a_config_file_the_analysis_read_invalidates_the_cache_when_it_changes(t
         "model = getattr(importlib.import_module(module), name)().half()\n"
         "out = model(torch.randn(2, 8).half())\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    codes = lambda reports: [f.code for r in reports for f in r.findings]  # noqa: E731
     assert codes(check(tmp_path, select=("AMP201",))) == ["AMP201"]
     analysed.clear()
     assert codes(check(tmp_path, select=("AMP201",))) == ["AMP201"] and analysed.runs == 0  # from the cache
@@ -350,7 +354,6 @@ def test_a_config_added_beside_a_deepspeed_script_invalidates_the_cache(tmp_path
         "engine, _, _, _ = deepspeed.initialize(args=args, model=torch.nn.Linear(8, 8))\n"
         "out = engine(torch.randn(2, 8)).softmax(-1)\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    codes = lambda reports: [f.code for r in reports for f in r.findings]  # noqa: E731
     assert codes(check(tmp_path, select=("AMP201",))) == []
     (tmp_path / "ds_config.json").write_text('{"train_batch_size": 8, "fp16": {"enabled": true}}', encoding="utf-8")
     analysed.clear()

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import ast
-from typing import FrozenSet, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 import libcst as cst
 
@@ -18,8 +18,6 @@ from amp_lint.rules.base import Hazard, Invalid, Rule, Valid, find_arg
 from amp_lint.semantics.facts import Observation
 from amp_lint.semantics.values import F16
 
-# Reductions that CUDA autocast runs in fp32 (fp32_set_opt_dtype / append_dtype; S1).
-_CUDA_FP32 = frozenset({"sum", "cumsum", "norm", "vector_norm", "logsumexp"})
 _TORCH = {"torch.mean": "mean", "torch.sum": "sum", "torch.var": "var", "torch.std": "std", "torch.cumsum": "cumsum",
           "torch.norm": "norm", "torch.linalg.vector_norm": "vector_norm", "torch.linalg.norm": "norm",
           "torch.var_mean": "var_mean", "torch.std_mean": "std_mean"}
@@ -46,18 +44,6 @@ _SQUARING = {"var", "var_mean"}
 _SUMS = {"sum", "cumsum"}
 # The reductions reported only with that evidence.
 _NEED_LARGE_VALUES = _SQUARING | _FP32_NORMS | _SUMS
-
-
-# Reductions apex O1 patched to run in float32 (``torch`` and ``Tensor`` alike: its tensor lists take
-# every name of its torch lists that is a Tensor method; ``data/ops.py``'s APEX_O1).
-_APEX_FP32 = frozenset(op for op, policy in opdata.APEX_O1.items() if policy == opdata.FP32)
-
-
-def _fp32_list(obs: Observation) -> FrozenSet[str]:
-    """The reductions the fp32 lists in force here keep in float32: apex O1's (its state, or a
-    tensor an apex-O1 model made used outside it) or CUDA autocast's."""
-    state = obs.record.state
-    return _APEX_FP32 if state is None or state[0] == "apex" else _CUDA_FP32
 
 
 def squared_base(expr: ast.AST) -> Optional[ast.AST]:
@@ -396,7 +382,7 @@ class NormOrReductionInFp16(Rule):
                     reaching_value(local_scope(self.ctx, node), source.id))):
                 return  # hand-written softmax (also through a name): AMP204 reports the exp
             tensor = half_of(obs, source)
-            if tensor is None or not tensor.dtypes & F16 or (obs.fp32_lists_for(tensor) and op in _fp32_list(obs)):
+            if tensor is None or not tensor.dtypes & F16 or obs.keeps_in_fp32(op, tensor):
                 continue  # bfloat16 cannot overflow here
             if op in _NEED_LARGE_VALUES and squared is None and not (tensor.learned or tensor.param):
                 continue  # the var, norm or sum of values no learned layer produced (masks, pixels, noise)

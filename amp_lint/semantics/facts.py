@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
+from amp_lint.data import ops as optable
 from amp_lint.semantics.interpreter import Interpreter, Record, State, condition_texts
 from amp_lint.semantics.program import SourceModule
 from amp_lint.semantics.values import (
@@ -68,6 +69,15 @@ class Observation:
         if self.cuda_autocast:
             return True
         return self.record.state is None and tensor is not None and apex_o1_only((tensor,))
+
+    def keeps_in_fp32(self, op: str, tensor: Optional[Tensor]) -> bool:
+        """Whether the fp32 lists in force on ``tensor`` here (:meth:`fp32_lists_for`) run ``op`` in
+        float32: apex O1's where apex's patches are the ones in force (its state, or an apex-O1
+        model's tensor outside any region), else CUDA autocast's (``data/ops.py``)."""
+        if not self.fp32_lists_for(tensor):
+            return False
+        state = self.record.state
+        return optable.policy_in(op, APEX if state is None or state[0] == APEX else CUDA) == optable.FP32
 
     @property
     def cpu_autocast(self) -> bool:

@@ -45,7 +45,7 @@ from amp_lint.semantics.values import (
     BF16, BOOL, F16, F32, FLOATS, HALF, NONE, OPEN_KEYS, UNKNOWN, Builtin, ClassVal, Coll, DictVal, DType, Ext, FuncVal, Star,
     Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Union, Value, covers, element, join, options,
     carries_half, half_cast_keys, known_strings, registry_join, shape, union_of,
-    with_cast_origin, with_condition, without_condition,
+    made_under, with_cast_origin, with_condition, without_condition,
 )
 
 #: An autocast state: None (no autocast) or (device, dtype bit); device "cuda", "cpu" or "apex" (O1).
@@ -2306,7 +2306,7 @@ def _scaler_absent(test: ast.AST, frame: Frame) -> Optional[Tuple[List[str], boo
     for option in options(value):
         if option == NONE:
             continue
-        made = _exists_when(option)
+        made = made_under(option)
         if made is None:
             return None  # a scaler made on every path, or something else
         conditions.append(made)
@@ -2900,12 +2900,6 @@ def _dtype_with_origin(value: Value, frame: Frame, node: ast.AST) -> Value:
     if isinstance(value, DType) and value.dtypes & FLOATS and not value.dtypes & FLOATS & ~HALF and value.origin is None:
         return replace(value, origin=torch_api.dtype_origin(frame, node))
     return value
-
-
-def _exists_when(option: Value) -> Optional[str]:
-    """The test a GradScaler was made under, where it was made on one path only."""
-    made = option.get("exists_when") if isinstance(option, Obj) and option.kind == "grad_scaler" else None
-    return made.value if isinstance(made, Scalar) and isinstance(made.value, str) else None
 
 
 def _scalers_only(value: Value) -> bool:

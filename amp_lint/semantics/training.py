@@ -323,8 +323,8 @@ class TrainingModel:
         """Whether the ``if`` that separates two backwards tests a GradScaler's presence (``if
         scaler is not None:``, ``if scaler:``), not a flag (``if args.fp16:``, whose other branch
         the flag's evidence already leaves out)."""
-        test = _separating_test(event.ancestors, other.ancestors)
-        subject = presence_subject(test) if test is not None else None
+        branch = _separating_if(event.ancestors, other.ancestors)
+        subject = presence_subject(branch.test) if branch is not None else None
         return subject is not None and any(is_scaler(obs.value(subject[0]))
                                            for obs in event.observations + other.observations)
 
@@ -394,17 +394,9 @@ def _within(ancestors: Sequence[ast.AST], scope: ast.AST) -> bool:
     return any(a is scope for a in ancestors)
 
 
-def _separating_test(a: Sequence[ast.AST], b: Sequence[ast.AST]) -> Optional[ast.AST]:
-    """The test of the ``if`` whose two branches hold the two calls (None where none does)."""
-    for i, (x, y) in enumerate(zip(a, b)):
-        if x is not y:
-            parent = a[i - 1] if i else None
-            return parent.test if isinstance(parent, ast.If) else None
-    return None
-
-
-def _exclusive(a: Sequence[ast.AST], b: Sequence[ast.AST]) -> bool:
-    """True when the two calls lie in different branches of one ``if``/``else``: never both run."""
+def _separating_if(a: Sequence[ast.AST], b: Sequence[ast.AST]) -> Optional[ast.If]:
+    """The ``if`` whose body holds one of two calls (by their ancestors) and whose ``else`` the
+    other (None where none does)."""
     for i, (x, y) in enumerate(zip(a, b)):
         if x is not y:
             parent = a[i - 1] if i else None
@@ -413,6 +405,13 @@ def _exclusive(a: Sequence[ast.AST], b: Sequence[ast.AST]) -> bool:
                 in_body_y = any(s is y for s in parent.body)
                 in_else_x = any(s is x for s in parent.orelse)
                 in_else_y = any(s is y for s in parent.orelse)
-                return (in_body_x and in_else_y) or (in_else_x and in_body_y)
-            return False
+                if (in_body_x and in_else_y) or (in_else_x and in_body_y):
+                    return parent
+            return None
+    return None
+
+
+def _exclusive(a: Sequence[ast.AST], b: Sequence[ast.AST]) -> bool:
+    """True when the two calls lie in different branches of one ``if``/``else``: never both run."""
+    return _separating_if(a, b) is not None
     return False

@@ -884,6 +884,16 @@ def element(value: Value) -> Value:
     return _elem(value)
 
 
+#: the attribute of a GradScaler made on one path only that holds the test it was made under
+_MADE_UNDER = "made_under"
+
+
+def made_under(option: Value) -> Optional[str]:
+    """The test a GradScaler was made under, where it was made on one path only (:func:`with_condition`)."""
+    made = option.get(_MADE_UNDER) if isinstance(option, Obj) and option.kind == "grad_scaler" else None
+    return made.value if isinstance(made, Scalar) and isinstance(made.value, str) else None
+
+
 def with_condition(value: Value, condition: str) -> Value:
     """Mark the half evidence of ``value`` as holding only when ``condition`` holds."""
     if isinstance(value, Tensor) and value.origin is not None and value.origin.condition is None:
@@ -892,8 +902,8 @@ def with_condition(value: Value, condition: str) -> Value:
         return replace(value, origin=replace(value.origin, condition=condition))
     if isinstance(value, (Autocast, DType)) and value.origin is not None and value.origin.condition is None:
         return replace(value, origin=replace(value.origin, condition=condition))
-    if isinstance(value, Obj) and value.kind == "grad_scaler" and value.get("exists_when") is None:
-        return value.set("exists_when", Scalar("str", condition))  # ``GradScaler() if amp else None``
+    if isinstance(value, Obj) and value.kind == "grad_scaler" and made_under(value) is None:
+        return value.set(_MADE_UNDER, Scalar("str", condition))  # ``GradScaler() if amp else None``
     if isinstance(value, Union):
         return union_of(with_condition(v, condition) for v in options(value))
     return value
