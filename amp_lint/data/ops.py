@@ -333,8 +333,23 @@ APEX_O1: Dict[str, str] = {
 }
 
 
-def policy_in(op: str, device: str) -> Optional[str]:
-    """Autocast policy of ``op`` in a state's device: "cuda", "cpu" or "apex" (apex O1)."""
+#: apex O1 patched these only as ``torch.nn.functional`` functions (``lists/functional_overrides.py``;
+#: ``torch_overrides.py`` and ``tensor_overrides.py`` list none of them), so ``torch.softmax(x)`` and
+#: ``x.softmax(-1)`` ran unpatched, in their input's dtype; modules such as ``nn.Softmax`` and
+#: ``nn.LayerNorm`` call the patched functional.
+APEX_O1_FUNCTIONAL_ONLY = frozenset({
+    "interpolate", "grid_sample", "softplus", "softmin", "log_softmax", "softmax", "gelu", "layer_norm",
+    "group_norm", "local_response_norm", "normalize", "cosine_similarity", "linear", "poisson_nll_loss",
+    "cosine_embedding_loss", "cross_entropy", "hinge_embedding_loss", "kl_div", "l1_loss", "mse_loss",
+    "margin_ranking_loss", "multilabel_margin_loss", "multilabel_soft_margin_loss", "multi_margin_loss",
+    "nll_loss", "binary_cross_entropy_with_logits", "smooth_l1_loss", "soft_margin_loss", "triplet_margin_loss",
+})
+
+
+def policy_in(op: str, device: str, functional: bool = True) -> Optional[str]:
+    """Autocast policy of ``op`` in a state's device: "cuda", "cpu" or "apex" (apex O1). ``functional``:
+    the op is called as a ``torch.nn.functional`` function or a module's forward, not as a ``torch``
+    function or a Tensor method (only apex told them apart: :data:`APEX_O1_FUNCTIONAL_ONLY`)."""
     if device == "apex":
-        return APEX_O1.get(op)
+        return None if not functional and op in APEX_O1_FUNCTIONAL_ONLY else APEX_O1.get(op)
     return policy(op, device)

@@ -49,6 +49,10 @@ class SoftmaxInFp16(Rule):
     whose log is `-inf`.
     Fairseq-style `softmax(x.float())` and `softmax(x, dtype=torch.float32)` are silent.
 
+    apex O1 (`amp.initialize(..., opt_level="O1")`) patched only `torch.nn.functional.softmax` and
+    `log_softmax` (which `nn.Softmax` calls) to float32: `torch.softmax(x)` and `x.softmax(-1)` on a
+    float16 activation under O1 run in float16 and are reported.
+
     ## Fix safety
     The fix computes in float32 and casts back: `F.softmax(x, dim=d, dtype=torch.float32).type_as(x)`
     (the call's form is kept: `x.softmax(-1)` becomes `x.softmax(-1, dtype=torch.float32).type_as(x)`,
@@ -68,6 +72,8 @@ class SoftmaxInFp16(Rule):
       the CPU (torch 2.13.0) and 0.2 % off on an NVIDIA H100 (torch 2.11.0+cu130), where the CUDA
       kernel's float32 accumulation leaves only the output rounding
     - https://pytorch.org/docs/stable/amp.html#autocast-op-reference
+    - NVIDIA/apex `apex/amp/lists/functional_overrides.py` (softmax, log_softmax on
+      `torch.nn.functional`) and `torch_overrides.py` / `tensor_overrides.py` (neither lists them)
     """
     VALID = [
         Valid("""
@@ -92,6 +98,30 @@ class SoftmaxInFp16(Rule):
             def forward(self, x):
                 return F.softmax(x, dim=-1)
         model = Attn()
+        """),
+        Valid("""
+        import torch
+        import torch.nn.functional as F
+        from apex import amp
+
+        # apex O1 patched torch.nn.functional.softmax to run in float32
+        class Attn(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.qk = torch.nn.Linear(64, 128)
+
+            def forward(self, x):
+                q, k = self.qk(x).chunk(2, dim=-1)
+                return F.softmax(q @ k.transpose(-2, -1), dim=-1)
+
+        model = Attn().cuda()
+        optimizer = torch.optim.Adam(model.parameters())
+        model, optimizer = amp.initialize(model, optimizer, opt_level="O1")
+        for x in loader:
+            loss = model(x).sum()
+            with amp.scale_loss(loss, optimizer) as scaled:
+                scaled.backward()
+            optimizer.step()
         """),
         Valid("""
         import torch
@@ -191,6 +221,56 @@ class SoftmaxInFp16(Rule):
             attn = Attn().to(torch.float16)
             """,
         ),
+        Invalid(
+            """
+            import torch
+            from apex import amp
+
+            # apex O1 patched torch.nn.functional.softmax, not the Tensor method
+            class Attn(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.qk = torch.nn.Linear(64, 128)
+
+                def forward(self, x):
+                    q, k = self.qk(x).chunk(2, dim=-1)
+                    scores = q @ k.transpose(-2, -1)
+                    return scores.softmax(-1)
+
+            model = Attn().cuda()
+            optimizer = torch.optim.Adam(model.parameters())
+            model, optimizer = amp.initialize(model, optimizer, opt_level="O1")
+            for x in loader:
+                loss = model(x).sum()
+                with amp.scale_loss(loss, optimizer) as scaled:
+                    scaled.backward()
+                optimizer.step()
+            """,
+            expected="""
+            import torch
+            from apex import amp
+
+            # apex O1 patched torch.nn.functional.softmax, not the Tensor method
+            class Attn(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.qk = torch.nn.Linear(64, 128)
+
+                def forward(self, x):
+                    q, k = self.qk(x).chunk(2, dim=-1)
+                    scores = q @ k.transpose(-2, -1)
+                    return scores.softmax(-1, dtype=torch.float32).type_as(scores)
+
+            model = Attn().cuda()
+            optimizer = torch.optim.Adam(model.parameters())
+            model, optimizer = amp.initialize(model, optimizer, opt_level="O1")
+            for x in loader:
+                loss = model(x).sum()
+                with amp.scale_loss(loss, optimizer) as scaled:
+                    scaled.backward()
+                optimizer.step()
+            """,
+        ),
     ]
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -209,7 +289,8 @@ class SoftmaxInFp16(Rule):
             if find_arg(node, "dtype", 3 if form == "function" else 2) is not None:
                 return
             tensor = half_of(obs, source)
-            if tensor is None or obs.fp32_lists_for(tensor):
+            functional = form == "module" or (callee_name(obs, node) or "").startswith("torch.nn.functional.")
+            if tensor is None or obs.keeps_in_fp32(kind, tensor, functional):
                 continue
             site = matched
             found.append((obs, tensor))

@@ -70,14 +70,16 @@ class Observation:
             return True
         return self.record.state is None and tensor is not None and apex_o1_only((tensor,))
 
-    def keeps_in_fp32(self, op: str, tensor: Optional[Tensor]) -> bool:
+    def keeps_in_fp32(self, op: str, tensor: Optional[Tensor], functional: bool = True) -> bool:
         """Whether the fp32 lists in force on ``tensor`` here (:meth:`fp32_lists_for`) run ``op`` in
         float32: apex O1's where apex's patches are the ones in force (its state, or an apex-O1
-        model's tensor outside any region), else CUDA autocast's (``data/ops.py``)."""
+        model's tensor outside any region), else CUDA autocast's (``data/ops.py``). ``functional``:
+        ``op`` is called through ``torch.nn.functional`` or a module (apex patched some ops only there)."""
         if not self.fp32_lists_for(tensor):
             return False
         state = self.record.state
-        return optable.policy_in(op, APEX if state is None or state[0] == APEX else CUDA) == optable.FP32
+        device = APEX if state is None or state[0] == APEX else CUDA
+        return optable.policy_in(op, device, functional) == optable.FP32
 
     @property
     def cpu_autocast(self) -> bool:

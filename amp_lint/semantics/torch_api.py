@@ -329,8 +329,11 @@ def _tensors(values: Sequence[Value]) -> List[Tensor]:
     return out
 
 
-def apply_op(op: str, inputs: Sequence[Value], frame: "Frame", explicit: Optional[Value] = None) -> Value:
-    """The result of torch op ``op`` on ``inputs`` in the frame's autocast state."""
+def apply_op(op: str, inputs: Sequence[Value], frame: "Frame", explicit: Optional[Value] = None,
+             functional: bool = True) -> Value:
+    """The result of torch op ``op`` on ``inputs`` in the frame's autocast state. ``functional``: called
+    as a ``torch.nn.functional`` function or by a module, not as a ``torch`` function or Tensor method
+    (:func:`amp_lint.data.ops.policy_in`)."""
     if explicit is not None:
         return _explicit(explicit)
     tensors = _tensors(inputs)
@@ -368,7 +371,7 @@ def apply_op(op: str, inputs: Sequence[Value], frame: "Frame", explicit: Optiona
         state, state_origin = ("apex", F16), origin
     if state is not None and (dtypes & FLOATS or (unknown and not dtypes & (INT | BOOL))):
         device, half = state
-        policy = optable.policy_in(op, device)
+        policy = optable.policy_in(op, device, functional)
         if policy == optable.LOWER:
             return Tensor(half, False, state_origin, graph=graph | half, learned=learned)
         if policy == optable.FP32:  # the value is fp32; its gradients flow through the half ops before it
@@ -566,7 +569,7 @@ def _tensor_method(interp: "Interpreter", frame: "Frame", tensor: Tensor, name: 
         inputs: List[Value] = [tensor]
         if name in ("matmul", "mm", "bmm", "mv", "dot", "addmm", "baddbmm", "__matmul__"):
             inputs.extend(args[:2])
-        return _with_origin(apply_op(name, inputs, frame, explicit), frame, node)
+        return _with_origin(apply_op(name, inputs, frame, explicit, functional=False), frame, node)
     if kind == optable.FIRST:
         return plain
     if explicit is not None:
@@ -1201,7 +1204,8 @@ def _torch_function(interp: "Interpreter", frame: "Frame", qualified: str, short
             return Seq((Tensor(t.dtypes, t.unknown, t.origin, learned=t.learned), Tensor(INT)))
     inputs = _tensor_inputs(short, positional, kwargs)
     if short in optable.OPS or short in optable.LOSSES or optable.TENSOR_ARGS.get(short) == "seq":
-        return _with_origin(apply_op(short, inputs, frame, explicit), frame, node)
+        functional = qualified.startswith("torch.nn.functional.")
+        return _with_origin(apply_op(short, inputs, frame, explicit, functional), frame, node)
     # an unlisted function of a model (``torch.xpu.optimize(model, dtype=...)``) is no tensor op, and
     # one of an unknown value says nothing about its result even with ``dtype=``
     given = [option for value in positional for option in options(value)]
