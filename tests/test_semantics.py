@@ -3575,6 +3575,39 @@ def test_a_sequential_of_named_pairs_runs_its_layers(tmp_path: Path) -> None:
     assert one(tmp_path, code, "# out", "y") == ["tensor float16"]
 
 
+def test_a_sequential_of_a_list_built_in_a_loop_runs_each_kind_of_layer(tmp_path: Path) -> None:
+    """``nn.Sequential(*blocks)`` where ``blocks`` grew in a loop: each layer is one of the kinds
+    appended, and calling it runs each candidate, so under CUDA autocast the head's output is a
+    float16 Linear output and its batch variance is computed in float16 (AMP203). Before, the
+    call of a layer that was one of several returned an unknown value."""
+    code = """
+    import torch
+    from torch import nn
+    def head(widths):
+        blocks = []
+        for a, b in zip(widths[:-1], widths[1:]):
+            blocks.append(nn.Linear(a, b))
+            blocks.append(nn.GELU())
+            blocks.append(nn.Dropout(0.1))
+        return nn.Sequential(*blocks)
+    class Probe(nn.Module):
+        def __init__(self, encoder):
+            super().__init__()
+            self.encoder = encoder
+            self.head = head([768, 512, 128])
+        def forward(self, x):
+            z = self.head(self.encoder(x))  # out
+            return z.var(dim=0).mean()
+    def fit(encoder, batches):
+        probe = Probe(encoder).cuda()
+        for x in batches:
+            with torch.autocast("cuda", dtype=torch.float16):
+                loss = probe(x)
+    """
+    assert _codes(tmp_path, code) == [f"{_line_of(code, 'z.var')}: AMP203"]
+    assert "float16" in one(tmp_path, code, "# out", "z")[-1]
+
+
 def test_a_plugin_imported_by_a_name_of_its_package_is_one_of_its_modules(tmp_path: Path) -> None:
     """``importlib.import_module(f"pkg.models.{args.model}")``: the module imported is one of the
     package's modules, so the class the script takes from it (``module.Net()``) and casts to half

@@ -18,6 +18,8 @@ from amp_lint.semantics.facts import Observation
 from amp_lint.semantics.values import F16
 
 _EXP = {"exp", "expm1", "cosh", "sinh"}
+#: in-place forms (``x.pow_(2)``): autocast does not apply to them, so they run in the tensor's dtype
+_INPLACE = {name + "_" for name in _EXP | {"pow", "square"}}
 _TORCH = {"torch.exp": "exp", "torch.expm1": "expm1", "torch.special.expm1": "expm1", "torch.special.exp2": "exp2",
           "torch.cosh": "cosh", "torch.sinh": "sinh", "torch.pow": "pow", "torch.square": "square"}
 
@@ -62,15 +64,21 @@ class OverflowPronePointwiseInFp16(Rule):
     float16 tops out at 65504: `exp(x)` is `inf` above 11.09, `x**2` above 255.9, `x**3` above
     40.3. A temperature-scaled logit of 14 makes a hand-written softmax `inf / inf = NaN`.
 
+    In-place forms (`x.pow_(2)`, `x.exp_()`, `x.square_()`) are reported under CUDA autocast too:
+    autocast does not apply to in-place ops, so they run in the tensor's float16.
+
     ## Fix safety
     The fix computes the op in float32 (`torch.exp(x.float())`, `x.float() ** 2`). Unsafe: the
-    result is float32 from then on.
+    result is float32 from then on. In-place forms get no fix: a float32 copy would leave the tensor
+    they change as it was.
 
     ## References
     - PyTorch docs, Autocast Op Reference (`exp` and `pow` autocast to float32 on CUDA):
       https://pytorch.org/docs/stable/amp.html#autocast-op-reference
     - pytorch/pytorch `aten/src/ATen/autocast_mode.h` (CUDA fp32 list):
       https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/autocast_mode.h
+    - PyTorch docs, "Autocasting": in-place ops and ops called with `out=` are not autocast:
+      https://pytorch.org/docs/stable/amp.html#op-eligibility
     - Measured with torch 2.13.0 (CPU): float16 `exp([11.0859375, 11.09375])` is `[65248, inf]`;
       `[255.875, 256] ** 2` is `[65472, inf]` (`torch.finfo(torch.float16).max` is 65504)
     """
@@ -93,6 +101,23 @@ class OverflowPronePointwiseInFp16(Rule):
         import torch
         x = torch.nn.Linear(8, 8).bfloat16()(torch.randn(2, 8).bfloat16())
         y = torch.exp(x)
+        """),
+        # a fresh buffer (`new_zeros`) that holds log-probabilities: no layer made its values
+        Valid("""
+        import torch
+        class Head(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = torch.nn.Linear(64, 1000)
+                self.lsm = torch.nn.LogSoftmax(dim=-1)
+
+            def forward(self, h):
+                y = self.proj(h)
+                out = y.new_zeros(y.shape)
+                out[:, :500] = self.lsm(y[:, :500].float())
+                return out.exp_()
+
+        head = Head().half()
         """),
         # values no learned layer produced: noise levels, random draws, bounded activations
         Valid("""
@@ -132,6 +157,28 @@ class OverflowPronePointwiseInFp16(Rule):
         """),
     ]
     INVALID = [
+        Invalid(
+            """
+            import torch
+
+            class Decorrelation(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.expander = torch.nn.Linear(256, 1024)
+
+                def forward(self, x):
+                    z = self.expander(x)
+                    cov = z.T @ z / (z.shape[0] - 1)
+                    # autocast runs `cov.pow(2)` in float32, but not the in-place `pow_`
+                    return cov.pow_(2).sum()
+
+            model = Decorrelation().cuda()
+            for x in loader:
+                with torch.autocast("cuda", dtype=torch.float16):
+                    loss = model(x)
+            """,
+            fix_withheld=True,
+        ),
         Invalid(
             """
             import torch
@@ -198,7 +245,7 @@ class OverflowPronePointwiseInFp16(Rule):
 
     def visit_Call(self, node: ast.Call) -> None:
         callee = self.ctx.callee(node)
-        method = isinstance(node.func, ast.Attribute) and node.func.attr in _EXP | {"square", "pow"}
+        method = isinstance(node.func, ast.Attribute) and node.func.attr in _EXP | {"square", "pow"} | _INPLACE
         if not (callee.names & _TORCH.keys() or (method and callee.tensor_method)):
             return
         self._check(node, lambda obs: self._match_call(obs, node))
@@ -224,11 +271,12 @@ class OverflowPronePointwiseInFp16(Rule):
         receiver = tensor_receiver(obs, node)
         if receiver is not None:
             op = node.func.attr  # type: ignore[attr-defined]
-            if op in _EXP and not node.args:
+            base = op[:-1] if op in _INPLACE else op
+            if base in _EXP and not node.args:
                 return op, receiver, None
-            if op == "square" and not node.args:
+            if base == "square" and not node.args:
                 return op, receiver, 2.0
-            if op == "pow" and node.args:
+            if base == "pow" and node.args:
                 exponent = number(obs, node.args[0])
                 if exponent is not None and exponent >= 2:
                     return op, receiver, exponent
@@ -242,26 +290,31 @@ class OverflowPronePointwiseInFp16(Rule):
             if found is None:
                 continue
             op, src, exponent = found
-            threshold = _threshold(op, exponent)
+            inplace = op in _INPLACE
+            base = op[:-1] if inplace else op
+            threshold = _threshold(base, exponent)
             if threshold is None:
                 continue
-            if op in ("pow", "square") and self._feeds_reduction():
-                return
+            if base in ("pow", "square") and not inplace and self._feeds_reduction():
+                return  # AMP203 reports the reduction of the square (an in-place square overflows first)
             scope = local_scope(self.ctx, node)
-            if op in _EXP and _max_subtracted(src, scope):
+            if base in _EXP and _max_subtracted(src, scope):
                 return
-            if _bounded_below_overflow(obs, op, src, exponent, scope):
+            if _bounded_below_overflow(obs, base, src, exponent, scope):
                 return
             tensor = half_of(obs, src)
-            if tensor is None or not tensor.dtypes & F16 or obs.fp32_lists_for(tensor) \
+            if tensor is None or not tensor.dtypes & F16 or (not inplace and obs.fp32_lists_for(tensor)) \
                     or not (tensor.learned or tensor.param):
                 continue
             source = src
-            hazards.append(Hazard(obs, f"`{op}` computed {obs.where(tensor)}: {threshold}; compute it in float32",
+            where = obs.where(tensor) + (", in place, which autocast does not upcast" if inplace else "")
+            hazards.append(Hazard(obs, f"`{op}` computed {where}: {threshold}; compute it in float32",
                                   obs.label(tensor.dtypes), tensor))
         if source is None:
             return
-        plan = FixPlan("Compute it in float32", Applicability.UNSAFE, lambda fctx: self._fix(fctx, source))
+        # an in-place op has no float32 form that changes the tensor it was given: no fix
+        plan = None if inplace else FixPlan("Compute it in float32", Applicability.UNSAFE,
+                                            lambda fctx: self._fix(fctx, source))
         self.report_hazard(node, hazards, fix=plan)
 
     @staticmethod

@@ -1812,6 +1812,11 @@ class Interpreter:
 
     def call(self, callee: Value, args: List[Value], kwargs: Dict[str, Value], frame: Frame,
              node: Optional[ast.AST]) -> Value:
+        if isinstance(callee, Union):  # a layer of ``nn.Sequential(*layers)`` that is one of several
+            out: Optional[Value] = None
+            for option in options(callee):
+                out = join(out, self.call(option, args, kwargs, frame, node))
+            return out if out is not None else UNKNOWN
         if isinstance(callee, (ClassVal, Ext, FuncVal)) and torch_api.keeps_master_weights(callee):
             for value in list(args) + list(kwargs.values()):
                 for option in options(value.value if isinstance(value, Star) else value):

@@ -555,8 +555,9 @@ def _tensor_method(interp: "Interpreter", frame: "Frame", tensor: Tensor, name: 
             return Coll(Scalar("int"))
         return Scalar("int") if name in ("size", "dim", "numel", "nelement", "element_size", "ndimension") \
             else (Scalar("float") if name == "item" and tensor.dtypes & FLOATS else UNKNOWN)
-    if kind == optable.NEW:
-        return _with_origin(_explicit(explicit), frame, node) if explicit is not None else plain
+    if kind == optable.NEW:  # fresh values (``x.new_zeros(n)``), as ``torch.zeros_like``: no layer made them
+        return _with_origin(_explicit(explicit), frame, node) if explicit is not None else \
+            Tensor(tensor.dtypes, tensor.unknown, tensor.origin)
     if name in ("chunk", "split", "unbind", "tensor_split"):
         return Coll(plain)
     if name in ("max", "min") and _tensors(args[:1]):  # ``a.max(b)``: the elementwise maximum, promoted
