@@ -42,6 +42,14 @@ GRAD_SCALERS: FrozenSet[str] = frozenset(
     }
 )
 
+#: Library loss scalers a training step calls as ``scaler(loss, optimizer, clip_grad=..., parameters=...)``:
+#: each scales the loss, runs backward, (unscales and clips,) steps the optimizer and updates the scale.
+#: timm ``timm/utils/cuda.py`` (re-exported by ``timm.utils``): ``NativeScaler`` over a
+#: ``torch.cuda.amp.GradScaler``, ``ApexScaler`` over apex's ``amp.scale_loss``.
+LIBRARY_LOSS_SCALERS: FrozenSet[str] = frozenset({
+    "timm.utils.NativeScaler", "timm.utils.cuda.NativeScaler", "timm.utils.ApexScaler", "timm.utils.cuda.ApexScaler",
+})
+
 #: The GradScaler methods of the loss-scaling protocol, in the order a training step calls them
 #: (``unscale_`` only before clipping or inspecting gradients); torch 2.13 ``torch/amp/grad_scaler.py``.
 SCALER_METHODS = ("scale", "unscale_", "step", "update")

@@ -35,8 +35,12 @@ class BackwardWithoutLossScaling(Rule):
     checked on its own: reported where that branch can be half (a model cast under
     `precision == "fp16"` while the scaler is made only for `"amp"`), not where the scaler is
     made under the same test as the half evidence (`GradScaler() if amp else None` beside
-    `autocast(enabled=amp)`: the unscaled branch runs in float32). bfloat16 needs no loss
-    scaling and is not reported.
+    `autocast(enabled=amp)`: the unscaled branch runs in float32). timm's `NativeScaler` and
+    `ApexScaler`, called as `loss_scaler(loss, optimizer, ...)`, are loss scalers too: in
+    timm-style scripts that make each under its own `use_amp == ...` test, beside an autocast
+    picked under the same test (`amp_autocast = torch.cuda.amp.autocast`, else `suppress`) or
+    apex's `amp.initialize`, the plain backward where `loss_scaler is None` runs in neither and
+    is not reported. bfloat16 needs no loss scaling and is not reported.
 
     ## Why is this bad?
     fp16's smallest subnormal is 6e-8 and its smallest normal 6.1e-5: many activation gradients
@@ -61,6 +65,8 @@ class BackwardWithoutLossScaling(Rule):
     ## References
     - https://pytorch.org/docs/stable/amp.html#gradient-scaling
     - https://pytorch.org/docs/stable/notes/amp_examples.html
+    - huggingface/pytorch-image-models `timm/utils/cuda.py` (`NativeScaler.__call__` scales,
+      runs backward, steps and updates; `ApexScaler.__call__` does so through `amp.scale_loss`)
     """
     VALID = [
         Valid("""
@@ -146,8 +152,66 @@ class BackwardWithoutLossScaling(Rule):
                     scaled.backward()
             optimizer.step()
         """),
+        Valid("""
+        # timm's loss scalers, each made with its own precision mode; the plain backward runs where
+        # neither was made, so neither apex nor the autocast picked with the native one is in force
+        from contextlib import suppress
+        import torch
+        from apex import amp
+        from timm.utils import ApexScaler, NativeScaler
+
+        def fit(model, loader, optimizer, autocast_cm=suppress, scaler=None):
+            for x, y in loader:
+                with autocast_cm():
+                    loss = torch.nn.functional.cross_entropy(model(x), y)
+                optimizer.zero_grad()
+                if scaler is not None:
+                    scaler(loss, optimizer, clip_grad=1.0)
+                else:
+                    loss.backward()
+                    optimizer.step()
+
+        def main(mode, loader):
+            model = torch.nn.Linear(16, 4).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            autocast_cm, scaler = suppress, None
+            if mode == "apex":
+                model, optimizer = amp.initialize(model, optimizer, opt_level="O1")
+                scaler = ApexScaler()
+            elif mode == "native":
+                autocast_cm = torch.cuda.amp.autocast
+                scaler = NativeScaler()
+            fit(model, loader, optimizer, autocast_cm, scaler)
+        """),
     ]
     INVALID = [
+        Invalid(
+            # the autocast is on in every mode, the scaler only in "native": the plain backward
+            # runs under float16 autocast unscaled
+            """
+            import torch
+            from timm.utils import NativeScaler
+
+            def fit(model, loader, optimizer, autocast_cm, scaler=None):
+                for x, y in loader:
+                    with autocast_cm():
+                        loss = torch.nn.functional.cross_entropy(model(x), y)
+                    optimizer.zero_grad()
+                    if scaler is not None:
+                        scaler(loss, optimizer)
+                    else:
+                        loss.backward()
+                        optimizer.step()
+
+            def main(mode, loader):
+                model = torch.nn.Linear(16, 4).cuda()
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                autocast_cm, scaler = torch.cuda.amp.autocast, None
+                if mode == "native":
+                    scaler = NativeScaler()
+                fit(model, loader, optimizer, autocast_cm, scaler)
+            """,
+        ),
         Invalid(
             # the unscaled branch is the one "fp16" takes: the model is half and no scaler exists
             """

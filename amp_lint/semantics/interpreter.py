@@ -36,6 +36,7 @@ from pathlib import PurePosixPath
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from amp_lint.data import ops as optable
+from amp_lint.data import training as trainingdata
 from amp_lint.semantics import torch_api
 from amp_lint.semantics.configfiles import ConfigFiles
 from amp_lint.semantics.program import (
@@ -751,10 +752,21 @@ class Interpreter:
         frame.refuted = saved_refuted.union(refuted) if refuted else saved_refuted
         if body:
             frame.branches = saved_branches + ((node.test, is_else, body[0].lineno, body[-1].end_lineno or 0),)
+        entered = frame.state, frame.autocast_origin, frame.record
+        origin = frame.autocast_origin
+        state_refuted = frame.state is not None and origin is not None and origin.condition in refuted
+        if state_refuted:
+            # the state holds only under a condition false here (apex's ``amp.initialize`` under
+            # ``use_amp == "apex"``, in the branch where the scaler made with it is None): not here
+            record = frame.record
+            frame.state, frame.autocast_origin = None, None
+            frame.record = self._record(record.scope, record.module, None, record.stack, record.context_free, None)
         try:
             alive = self.exec_block(body, frame)
         finally:
             frame.refuted, frame.branches = saved_refuted, saved_branches
+            if state_refuted and frame.state is None:
+                frame.state, frame.autocast_origin, frame.record = entered
         return alive, frame.env
 
     def _excluded_by(self, test: ast.AST, negated: bool = False) -> List[str]:
@@ -2912,6 +2924,25 @@ def _scalers_only(value: Value) -> bool:
     return bool(found) and all(isinstance(o, Obj) and o.kind == "grad_scaler" for o in found)
 
 
+def _absent_unless_made_under(value: Value) -> bool:
+    """``None``, or ``None`` and GradScalers each made under a test of its own (the other branches
+    of an if/elif chain that made one)."""
+    found = options(value)
+    return NONE in found and all(o == NONE or made_under(o) is not None for o in found)
+
+
+def _autocast_factories(value: Value) -> bool:
+    """``torch.cuda.amp.autocast`` and its kin as values, not called (``amp_autocast = ...``)."""
+    found = options(value)
+    return bool(found) and all(isinstance(o, Ext) and o.name in trainingdata.AUTOCASTS for o in found)
+
+
+def _null_contexts(value: Value) -> bool:
+    """Context managers that change nothing, as values (``contextlib.suppress``, ``nullcontext``)."""
+    found = options(value)
+    return bool(found) and all(isinstance(o, Ext) and o.name in trainingdata.NULL_CONTEXTS for o in found)
+
+
 def _half_side(a: Value, b: Value, before: Optional[Value] = None) -> int:
     """1 when only ``a`` is half and ``b`` is the same kind of value wider (``model.half()`` on one
     path only: the branch condition is the precision's), 2 the other way round, else 0. ``before``:
@@ -2942,11 +2973,18 @@ def _half_side(a: Value, b: Value, before: Optional[Value] = None) -> int:
             and any(isinstance(o, Module) for o in options(half_side)) and all(
                 o is UNKNOWN or isinstance(o, Module) and not o.cast & HALF for o in options(v))
 
-    # a GradScaler made on one path only (``GradScaler() if args.amp else None``): it exists
-    # under the test, as a half value made on one path holds under it
-    if b == NONE and _scalers_only(a):
+    # a GradScaler made on one path only (``GradScaler() if args.amp else None``, or one branch of
+    # an if/elif chain whose others made their own under their tests): it exists under the test,
+    # as a half value made on one path holds under it
+    if _scalers_only(a) and _absent_unless_made_under(b):
         return 1
-    if a == NONE and _scalers_only(b):
+    if _scalers_only(b) and _absent_unless_made_under(a):
+        return 2
+    # an autocast picked on one path, a null context on the other (``amp_autocast = suppress``,
+    # then ``amp_autocast = torch.cuda.amp.autocast`` under ``if use_amp == "native":``)
+    if _autocast_factories(a) and _null_contexts(b):
+        return 1
+    if _autocast_factories(b) and _null_contexts(a):
         return 2
     half_a, wide_a = dtypes(a)
     half_b, wide_b = dtypes(b)

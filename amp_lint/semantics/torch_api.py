@@ -1042,6 +1042,9 @@ def call_ext(interp: "Interpreter", frame: "Frame", qualified: str, args: List[V
         return positional[0] if isinstance(positional[0], DictVal) else UNKNOWN
     if qualified == "importlib.import_module" and isinstance(node, ast.Call) and node.args:
         return interp.import_dynamic(node.args[0], frame)
+    if qualified in trainingdata.LIBRARY_LOSS_SCALERS:  # timm's: a GradScaler (or apex) behind a call
+        return obj("grad_scaler", name=Scalar("str", qualified), enabled=Scalar("bool", True),
+                   device=Scalar("str", "cuda"), sharded=Scalar("bool", False), site=Scalar("str", _site(frame, node)))
     if qualified in trainingdata.GRAD_SCALERS:
         enabled = kwargs.get("enabled")
         device = kwargs.get("device") or (positional[0] if positional and qualified.startswith("torch.amp") else None)
@@ -1810,7 +1813,9 @@ def call_obj(interp: "Interpreter", frame: "Frame", value: Obj, args: List[Value
         before = list(bound.items) if isinstance(bound, Seq) else []
         merged = dict(fixed.items) if isinstance(fixed, DictVal) else {}
         merged.update(kwargs)
-        return interp.call(func, before + list(args), merged, frame, node)
+        result = interp.call(func, before + list(args), merged, frame, node)
+        condition = value.get("condition")  # an autocast picked on one path only (:func:`with_condition`)
+        return with_condition(result, condition.value) if isinstance(condition, Scalar) else result
     if value.kind == "namedtuple":
         fields = value.get("fields")
         names = tuple(i.value for i in fields.items) if isinstance(fields, Seq) else ()  # type: ignore[attr-defined]

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple
 
 from amp_lint.data.ops import MODULE_KINDS
+from amp_lint.data.training import AUTOCASTS
 
 #: ``torch.nn`` classes that hold other modules and have no parameters of their own
 CONTAINERS = frozenset(name for name, kind in MODULE_KINDS.items() if kind == "container")
@@ -904,6 +905,10 @@ def with_condition(value: Value, condition: str) -> Value:
         return replace(value, origin=replace(value.origin, condition=condition))
     if isinstance(value, Obj) and value.kind == "grad_scaler" and made_under(value) is None:
         return value.set(_MADE_UNDER, Scalar("str", condition))  # ``GradScaler() if amp else None``
+    if isinstance(value, Ext) and value.name in AUTOCASTS:
+        # ``amp_autocast = torch.cuda.amp.autocast`` on one path, ``suppress`` on the other: the
+        # regions it opens hold under the test (a partial that marks what it makes)
+        return obj("partial", func=value, args=Seq(()), kwargs=DictVal(()), condition=Scalar("str", condition))
     if isinstance(value, Union):
         return union_of(with_condition(v, condition) for v in options(value))
     return value
