@@ -3608,6 +3608,33 @@ def test_a_sequential_of_a_list_built_in_a_loop_runs_each_kind_of_layer(tmp_path
     assert "float16" in one(tmp_path, code, "# out", "z")[-1]
 
 
+def test_an_einsum_that_sums_no_index_promotes_like_a_product(tmp_path: Path) -> None:
+    """``torch.einsum("bd,dn->bdn", half, float)`` contracts nothing: torch computes it as a
+    broadcast product, which promotes to float32 (measured, torch 2.13), so the exp of it runs
+    in float32. With a summed index the same mix raises, so either dtype stays possible there.
+    Before, both were taken for a matmul of mismatched operands (float16 or float32), and the
+    exp of the outer product was reported (AMP204)."""
+    code = """
+    import torch
+    class Step(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(16, 16)
+            self.log_decay = torch.nn.Parameter(torch.zeros(16, 8))
+        def forward(self, x):
+            dt = self.proj(x)
+            decay = -torch.exp(self.log_decay.float())
+            outer = torch.einsum("bd,dn->bdn", dt, decay)  # outer
+            mixed = torch.einsum("bd,dn->bn", dt, decay)  # summed
+            return torch.exp(outer)
+    step = Step().half()
+    y = step(torch.randn(2, 16).half())
+    """
+    assert _codes(tmp_path, code) == []
+    assert one(tmp_path, code, "# outer", "outer")[-1] == "tensor float32"
+    assert "float16" in one(tmp_path, code, "# summed", "mixed")[-1]
+
+
 def test_a_plugin_imported_by_a_name_of_its_package_is_one_of_its_modules(tmp_path: Path) -> None:
     """``importlib.import_module(f"pkg.models.{args.model}")``: the module imported is one of the
     package's modules, so the class the script takes from it (``module.Net()``) and casts to half

@@ -16,7 +16,7 @@ from amp_lint.rules._numerics import (
 )
 from amp_lint.rules.base import Hazard, Invalid, Rule, Valid, find_arg
 from amp_lint.semantics.facts import Observation
-from amp_lint.semantics.values import F16
+from amp_lint.semantics.values import F16, Tensor, options
 
 _TORCH = {"torch.mean": "mean", "torch.sum": "sum", "torch.var": "var", "torch.std": "std", "torch.cumsum": "cumsum",
           "torch.norm": "norm", "torch.linalg.vector_norm": "vector_norm", "torch.linalg.norm": "norm",
@@ -75,6 +75,33 @@ def _over_one_dim(node: ast.Call, form: str) -> bool:
     return len(node.args) > index and not any(isinstance(a, ast.Starred) for a in node.args[:index + 1])
 
 
+def _weighted_by_parameter(obs: Observation, expr: ast.AST) -> bool:
+    """``x * w`` with ``w`` a parameter (``conv_state * rearrange(self.conv1d.weight, ...)``): its sum is
+    the output of the layer it writes out by hand, which the layer's own kernel would round alike."""
+    if not (isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mult)):
+        return False
+    return any(any(isinstance(o, Tensor) and o.param for o in options(obs.value(_viewed(side))))
+               for side in (expr.left, expr.right))
+
+
+_VIEWS = frozenset({"view", "reshape", "squeeze", "unsqueeze", "transpose", "permute", "t", "flatten", "unflatten",
+                    "expand", "expand_as", "contiguous", "flip", "T", "mT"})
+
+
+def _viewed(expr: ast.AST) -> ast.AST:
+    """The tensor a chain of reshapes shows (``w.squeeze(1)``, ``rearrange(w, "d 1 k -> d k")``: ``w``)."""
+    while True:
+        if isinstance(expr, ast.Attribute) and expr.attr in _VIEWS:
+            expr = expr.value
+        elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in _VIEWS:
+            expr = expr.func.value
+        elif isinstance(expr, ast.Call) and expr.args and getattr(expr.func, "id", getattr(
+                expr.func, "attr", "")) == "rearrange":
+            expr = expr.args[0]
+        else:
+            return expr
+
+
 def _is_exp(expr: Optional[ast.AST]) -> bool:
     return isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in ("exp", "exp2")
 
@@ -114,7 +141,9 @@ class NormOrReductionInFp16(Rule):
     `sum`/`cumsum` (whose kernels also accumulate in float32 and round only the totals) once n values
     of size a pass n*a > 65504; all three need positive evidence
     that the values can be that large, as AMP204 does: the output of a learned layer (GEMM,
-    convolution, embedding, model call) or a parameter; the var of pixels or noise and the sum of a mask are not reported. Nor are
+    convolution, embedding, model call) or a parameter; the var of pixels or noise and the sum of a mask are not reported, nor a
+    sum of a product with a parameter (`(state * conv.weight).sum(-1)`: a layer written out by hand, whose
+    total is the layer's own output, which its kernel would round alike). Nor are
     bfloat16 values: bfloat16 has float32's range and the reduction kernels accumulate in float32.
 
     ## Why is this bad?
@@ -143,6 +172,24 @@ class NormOrReductionInFp16(Rule):
       with torch 2.11 on an NVIDIA H200)
     """
     VALID = [
+        Valid("""
+        import torch
+
+        # a depthwise convolution's decoding step written out: the sum of the state times the
+        # kernel is the convolution's own output, which its kernel would round alike
+        class ConvStep(torch.nn.Module):
+            def __init__(self, channels, width=4):
+                super().__init__()
+                self.conv = torch.nn.Conv1d(channels, channels, width, groups=channels, padding=width - 1)
+
+            def step(self, x, state):
+                state = torch.roll(state, shifts=-1, dims=-1)
+                state[:, :, -1] = x
+                return torch.sum(state * self.conv.weight.squeeze(1), dim=-1), state
+
+        layer = ConvStep(256).half()
+        y, s = layer.step(torch.randn(2, 256).half(), torch.zeros(2, 256, 4).half())
+        """),
         Valid("""
         import torch
         from apex import amp
@@ -381,6 +428,8 @@ class NormOrReductionInFp16(Rule):
             if op == "sum" and (_is_exp(source) or isinstance(source, ast.Name) and _is_exp(
                     reaching_value(local_scope(self.ctx, node), source.id))):
                 return  # hand-written softmax (also through a name): AMP204 reports the exp
+            if op == "sum" and squared is None and _weighted_by_parameter(obs, source):
+                continue  # a hand-written layer (``(state * conv.weight).sum(-1)``): a GEMM rounds the same total
             tensor = half_of(obs, source)
             if tensor is None or not tensor.dtypes & F16 or obs.keeps_in_fp32(op, tensor):
                 continue  # bfloat16 cannot overflow here
