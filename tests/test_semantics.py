@@ -3635,6 +3635,42 @@ def test_an_einsum_that_sums_no_index_promotes_like_a_product(tmp_path: Path) ->
     assert "float16" in one(tmp_path, code, "# summed", "mixed")[-1]
 
 
+def test_a_half_model_used_only_through_its_own_methods_runs_its_forward_as_a_guess(tmp_path: Path) -> None:
+    """``model.half()`` in a demo whose only use of ``model`` is its own ``generate`` method, called
+    from a callback nothing in the file runs: the training ``forward`` (a loss on the head's
+    float16 logits) is a guess, low confidence, shown only in preview. Before, the callback was
+    not run when the forward was, so the forward counted as the program's own call (AMP202). Where
+    the file hands the model on (``evaluate(model)``), its forward is run as the program's."""
+    code = """
+    import torch
+    from torch import nn
+    import ui
+
+    class Captioner(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.head = nn.Linear(64, 1000)
+            self.criterion = nn.CrossEntropyLoss()
+        def forward(self, feats, labels):
+            return self.criterion(self.head(feats), labels)
+        @torch.no_grad()
+        def generate(self, feats):
+            return self.head(feats).argmax(-1)
+
+    model = Captioner().cuda()
+    model.half()
+    model.eval()
+
+    def on_click(feats):
+        return model.generate(feats.half())
+
+    demo = ui.Interface(fn=on_click)
+    """
+    assert _codes(tmp_path, code) == []
+    handed = code.replace("demo = ui.Interface(fn=on_click)", "demo = ui.Interface(fn=on_click)\n    ui.evaluate(model)")
+    assert _codes(tmp_path, handed) == [f"{_line_of(code, 'self.criterion(')}: AMP202"]
+
+
 def test_a_plugin_imported_by_a_name_of_its_package_is_one_of_its_modules(tmp_path: Path) -> None:
     """``importlib.import_module(f"pkg.models.{args.model}")``: the module imported is one of the
     package's modules, so the class the script takes from it (``module.Net()``) and casts to half

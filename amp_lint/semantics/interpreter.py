@@ -321,12 +321,46 @@ class Interpreter:
         if module.cast & HALF and module.origin is not None:
             self.half_uses.setdefault(_use_key(module, module.origin), set()).add(how)
 
-    def _seed_is_guess(self, seed: Module, origin: Optional[Origin]) -> bool:
+    def _seed_is_guess(self, seed: Module, origin: Optional[Origin], where: SourceModule) -> bool:
         """The program uses the half module only through other methods (``model.half()`` then
         ``model.inference(...)``): running its ``forward`` is a guess, and what it finds is low confidence.
-        A module the program never calls (handed to a trainer, library code) is run as it would be."""
-        uses = self.half_uses.get(_use_key(seed, origin)) if origin is not None else None
-        return bool(uses) and not uses & {"__call__", "forward"}
+        A module the program never calls (handed to a trainer, library code) is run as it would be.
+        The uses are those the run saw and, in the file of the cast, those its text shows on the name
+        the cast binds (in functions not run yet: a UI callback that calls ``model.generate``)."""
+        if origin is None:
+            return False
+        uses = set(self.half_uses.get(_use_key(seed, origin), ()))
+        uses |= self._uses_in_text(seed, origin, where)
+        return bool(uses) and not uses & {"__call__", "forward", _HANDED}
+
+    def _uses_in_text(self, seed: Module, origin: Origin, where: SourceModule) -> Set[str]:
+        """The methods of its own class called on the name ``model`` of ``model.half()`` in the file
+        of the cast; ``__call__`` for ``model(...)``, and :data:`_HANDED` where the name is passed to
+        a call or returned, or a method its class does not define is called (a library's
+        ``generate`` runs ``forward``). torch's own module methods (``eval``, ``to``) are no use."""
+        if origin.path != where.relpath or not isinstance(seed.cls, ClassVal):
+            return set()
+        name = _cast_receiver(where.tree, origin)
+        if name is None:
+            return set()
+        out: Set[str] = set()
+        for node in ast.walk(where.tree):
+            if isinstance(node, ast.Call):
+                func = node.func
+                if isinstance(func, ast.Name) and func.id == name:
+                    out.add("__call__")
+                elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == name:
+                    if isinstance(self.class_lookup(seed.cls.info, func.attr), FunctionInfo):
+                        out.add(func.attr)
+                    elif func.attr not in torch_api.MODULE_HOUSEKEEPING:
+                        out.add(_HANDED)
+                if any(isinstance(a, ast.Name) and a.id == name for a in
+                       [a.value if isinstance(a, ast.Starred) else a for a in node.args]
+                       + [k.value for k in node.keywords]):
+                    out.add(_HANDED)
+            elif isinstance(node, ast.Return) and isinstance(node.value, ast.Name) and node.value.id == name:
+                out.add(_HANDED)
+        return out
 
     def add_seed(self, module: Value, frame: Frame) -> None:
         for option in options(module):
@@ -366,7 +400,7 @@ class Interpreter:
                 return
             done.add(key)
             site = CallSite(origin.path if origin else where.relpath, origin.line if origin else 0,
-                            "forward", seeded=self._seed_is_guess(seed, origin), via_cast=True)
+                            "forward", seeded=self._seed_is_guess(seed, origin, where), via_cast=True)
             record = self._record(where.tree, where, None, (site,), False)
             frame = Frame(where, None, {}, record, None, (site,))
             if isinstance(seed.cls, Ext) and seed.cls.name.endswith("Sequential"):
@@ -385,7 +419,7 @@ class Interpreter:
         record = self._record(where.tree, where, None, (), False)
         frame = Frame(where, None, {}, record, None, ())
         site = CallSite(origin.path if origin else where.relpath, origin.line if origin else 0, forward.qualname,
-                        seeded=self._seed_is_guess(seed, origin), via_cast=True)
+                        seeded=self._seed_is_guess(seed, origin, where), via_cast=True)
         env, names = bind_arguments(forward.node, seed, [UNKNOWN] * max(count, 0), {}, forward.default_values)
         uses = self.half_uses.get(_use_key(seed, origin), set()) if origin is not None else set()
         passed = self.passed_args.get(id(forward.node))
@@ -2824,6 +2858,33 @@ def adopt(value: Value, owner: Module, name: str = "") -> Value:
             adopted = option
         out = join(out, adopted)
     return out if out is not None else UNKNOWN
+
+
+#: a use of a half module that may run its forward out of sight (passed on, returned, a library method)
+_HANDED = "<handed>"
+
+
+def _cast_receiver(tree: ast.AST, origin: Origin) -> Optional[str]:
+    """The name a cast at ``origin`` applies to: ``model`` of ``model.half()`` (a statement, or
+    ``model = model.half()``) or of ``model = build().half()``."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.lineno == origin.line and node.col_offset == origin.col:
+            break
+    else:
+        return None
+    parent = None
+    for candidate in ast.walk(tree):
+        if isinstance(candidate, ast.Assign) and candidate.value is node and len(candidate.targets) == 1:
+            parent = candidate.targets[0]
+    if isinstance(parent, ast.Name):
+        return parent.id
+    func = node.func
+    while isinstance(func, ast.Attribute):
+        inner = func.value
+        if isinstance(inner, ast.Name):
+            return inner.id
+        func = inner.func if isinstance(inner, ast.Call) else inner
+    return None
 
 
 def _use_key(module: Module, origin: Origin) -> Tuple:

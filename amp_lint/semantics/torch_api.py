@@ -124,6 +124,10 @@ _MODULE_METHODS = frozenset({
 })
 
 
+#: methods of ``torch.nn.Module`` that change or read a model without running its forward
+MODULE_HOUSEKEEPING = frozenset(_MODULE_METHODS - {"forward", "generate", "__init__", "prepare_inputs_for_generation"})
+
+
 #: names of tensor operations that no model has as a submodule (``x.pow``, ``x.sum``); layer-like
 #: names (``norm``, ``linear``, ``softmax``, ``*_loss``) may well be submodules and are left out
 _TENSOR_OP_NAMES = frozenset(
