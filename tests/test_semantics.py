@@ -3639,8 +3639,9 @@ def test_a_half_model_used_only_through_its_own_methods_runs_its_forward_as_a_gu
     """``model.half()`` in a demo whose only use of ``model`` is its own ``generate`` method, called
     from a callback nothing in the file runs: the training ``forward`` (a loss on the head's
     float16 logits) is a guess, low confidence, shown only in preview. Before, the callback was
-    not run when the forward was, so the forward counted as the program's own call (AMP202). Where
-    the file hands the model on (``evaluate(model)``), its forward is run as the program's."""
+    not run when the forward was, so the forward counted as the program's own call (AMP202).
+    Printing or saving the model hands it to nothing that runs it; where the file hands the model
+    on (``evaluate(model)``), its forward is run as the program's."""
     code = """
     import torch
     from torch import nn
@@ -3660,6 +3661,8 @@ def test_a_half_model_used_only_through_its_own_methods_runs_its_forward_as_a_gu
     model = Captioner().cuda()
     model.half()
     model.eval()
+    print(model)
+    torch.save(model, "captioner.pt")
 
     def on_click(feats):
         return model.generate(feats.half())

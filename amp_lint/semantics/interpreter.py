@@ -356,7 +356,7 @@ class Interpreter:
                         out.add(_HANDED)
                 if any(isinstance(a, ast.Name) and a.id == name for a in
                        [a.value if isinstance(a, ast.Starred) else a for a in node.args]
-                       + [k.value for k in node.keywords]):
+                       + [k.value for k in node.keywords]) and not _only_shows(func):
                     out.add(_HANDED)
             elif isinstance(node, ast.Return) and isinstance(node.value, ast.Name) and node.value.id == name:
                 out.add(_HANDED)
@@ -2862,6 +2862,26 @@ def adopt(value: Value, owner: Module, name: str = "") -> Value:
 
 #: a use of a half module that may run its forward out of sight (passed on, returned, a library method)
 _HANDED = "<handed>"
+
+#: calls that print, log, save or export a model given to them, and run no training or evaluation with it
+_SHOWING_CALLS = frozenset({
+    "print", "len", "repr", "str", "id", "type", "isinstance", "hasattr", "getattr", "setattr", "vars", "dir",
+    "torch.save", "torch.onnx.export", "torch.jit.save",
+})
+_LOGGING_METHODS = frozenset({"info", "debug", "warning", "warn", "error", "log"})
+
+
+def _only_shows(func: ast.AST) -> bool:
+    """``print(model)``, ``logger.info(model)``, ``torch.save(model, path)``: the model is shown or
+    stored, not handed to code that runs it."""
+    parts: List[str] = []
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if isinstance(func, ast.Name):
+        parts.append(func.id)
+    dotted = ".".join(reversed(parts))
+    return dotted in _SHOWING_CALLS or (len(parts) > 1 and parts[0] in _LOGGING_METHODS)
 
 
 def _cast_receiver(tree: ast.AST, origin: Origin) -> Optional[str]:
