@@ -3674,6 +3674,38 @@ def test_a_half_model_used_only_through_its_own_methods_runs_its_forward_as_a_gu
     assert _codes(tmp_path, handed) == [f"{_line_of(code, 'self.criterion(')}: AMP202"]
 
 
+def test_features_gathered_from_every_rank_are_the_features_given(tmp_path: Path) -> None:
+    """``dist.all_gather(out, z)`` fills ``out`` with every rank's ``z`` (it was a list of zeros), and
+    ``torch.distributed.nn.all_gather(z)`` returns them: under CUDA autocast the gathered projections
+    are a Linear's float16 outputs, so their batch variance is computed in float16 (AMP203). Before,
+    the list kept the zeros it was made of (no layer's values) and the functional gather was unknown."""
+    code = """
+    import torch
+    import torch.distributed as dist
+    import torch.distributed.nn
+    def gather(z):
+        out = [torch.zeros_like(z) for _ in range(dist.get_world_size())]
+        dist.all_gather(out, z)
+        return torch.cat(out)
+    class Whitening(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(512, 2048)
+        def forward(self, x, y):
+            a = gather(self.proj(x))
+            b = torch.cat(torch.distributed.nn.all_gather(self.proj(y)))
+            return a.var(dim=0).mean() + b.var(dim=0).mean()
+    def fit(model, batches):
+        model = model.cuda()
+        for x, y in batches:
+            with torch.autocast("cuda", dtype=torch.float16):
+                loss = model(x, y)
+    fit(Whitening(), [])
+    """
+    line = _line_of(code, "a.var(")
+    assert _codes(tmp_path, code) == [f"{line}: AMP203", f"{line}: AMP203"]
+
+
 def test_a_plugin_imported_by_a_name_of_its_package_is_one_of_its_modules(tmp_path: Path) -> None:
     """``importlib.import_module(f"pkg.models.{args.model}")``: the module imported is one of the
     package's modules, so the class the script takes from it (``module.Net()``) and casts to half

@@ -50,6 +50,16 @@ LIBRARY_LOSS_SCALERS: FrozenSet[str] = frozenset({
     "timm.utils.NativeScaler", "timm.utils.cuda.NativeScaler", "timm.utils.ApexScaler", "timm.utils.cuda.ApexScaler",
 })
 
+#: Collectives that gather a tensor from every rank (torch 2.13 ``torch/distributed/distributed_c10d.py``
+#: ``all_gather(tensor_list, tensor)`` fills the list in place; ``torch/distributed/nn/functional.py``
+#: ``all_gather(tensor)`` returns a tuple): each gathered tensor is the same kind of value as the one given.
+GATHER_INTO_LIST: FrozenSet[str] = frozenset({
+    "torch.distributed.all_gather", "torch.distributed.distributed_c10d.all_gather",
+})
+GATHER_RETURNING: FrozenSet[str] = frozenset({
+    "torch.distributed.nn.all_gather", "torch.distributed.nn.functional.all_gather",
+})
+
 #: The GradScaler methods of the loss-scaling protocol, in the order a training step calls them
 #: (``unscale_`` only before clipping or inspecting gradients); torch 2.13 ``torch/amp/grad_scaler.py``.
 SCALER_METHODS = ("scale", "unscale_", "step", "update")

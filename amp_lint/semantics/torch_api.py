@@ -1054,6 +1054,13 @@ def call_ext(interp: "Interpreter", frame: "Frame", qualified: str, args: List[V
         return positional[0] if isinstance(positional[0], DictVal) else UNKNOWN
     if qualified == "importlib.import_module" and isinstance(node, ast.Call) and node.args:
         return interp.import_dynamic(node.args[0], frame)
+    if qualified in trainingdata.GATHER_INTO_LIST and len(positional) > 1 and isinstance(node, ast.Call) \
+            and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in frame.env:
+        # ``dist.all_gather(out, x)``: ``out`` now holds every rank's ``x`` (not the zeros it was made of)
+        frame.env[node.args[0].id] = Coll(positional[1])
+        return NONE
+    if qualified in trainingdata.GATHER_RETURNING and positional:
+        return Coll(positional[0])
     if qualified in trainingdata.LIBRARY_LOSS_SCALERS:  # timm's: a GradScaler (or apex) behind a call
         return obj("grad_scaler", name=Scalar("str", qualified), enabled=Scalar("bool", True),
                    device=Scalar("str", "cuda"), sharded=Scalar("bool", False), site=Scalar("str", _site(frame, node)))
