@@ -113,6 +113,17 @@ def _run(root: Path, name: str, expressions: List[str], autocast: bool) -> Dict[
     return out
 
 
+#: an einsum that contracts no index is a broadcast product and promotes a float16/float32 mix
+#: (with a summed index the same mix raises); CPU only, so the CUDA recording needs no new entries
+EINSUM_EXPRESSIONS = ['torch.einsum("ij,jk->ijk", h, f)', 'torch.einsum("i,j->ij", h[0], f[0])',
+                      'torch.einsum("ij,jk->ijk", h, f.half())']
+
+
+@pytest.mark.parametrize("expression", EINSUM_EXPRESSIONS)
+def test_an_einsum_that_contracts_nothing_promotes_as_torch_does(tmp_path: Path, expression: str) -> None:
+    _agrees(*_run(tmp_path, "einsum_probe.py", [expression], autocast=False)[expression])
+
+
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, tuple]:
     return _run(tmp_path_factory.mktemp("probe"), "probe.py", EXPRESSIONS, autocast=False)

@@ -60,6 +60,15 @@ GATHER_RETURNING: FrozenSet[str] = frozenset({
     "torch.distributed.nn.all_gather", "torch.distributed.nn.functional.all_gather",
 })
 
+#: Calls that print, inspect, save or export a model given to them (``print(model)``,
+#: ``torch.save(model, path)``, ``torch.onnx.export`` of an inference model) and run no training or
+#: evaluation with it; ``LOGGING_METHODS``: ``logger.info(model)`` and its kin.
+MODEL_SHOWING_CALLS: FrozenSet[str] = frozenset({
+    "print", "len", "repr", "str", "id", "type", "isinstance", "hasattr", "getattr", "setattr", "vars", "dir",
+    "torch.save", "torch.onnx.export", "torch.jit.save",
+})
+LOGGING_METHODS: FrozenSet[str] = frozenset({"info", "debug", "warning", "warn", "error", "log"})
+
 #: The GradScaler methods of the loss-scaling protocol, in the order a training step calls them
 #: (``unscale_`` only before clipping or inspecting gradients); torch 2.13 ``torch/amp/grad_scaler.py``.
 SCALER_METHODS = ("scale", "unscale_", "step", "update")

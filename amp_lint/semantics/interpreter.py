@@ -2863,14 +2863,6 @@ def adopt(value: Value, owner: Module, name: str = "") -> Value:
 #: a use of a half module that may run its forward out of sight (passed on, returned, a library method)
 _HANDED = "<handed>"
 
-#: calls that print, log, save or export a model given to them, and run no training or evaluation with it
-_SHOWING_CALLS = frozenset({
-    "print", "len", "repr", "str", "id", "type", "isinstance", "hasattr", "getattr", "setattr", "vars", "dir",
-    "torch.save", "torch.onnx.export", "torch.jit.save",
-})
-_LOGGING_METHODS = frozenset({"info", "debug", "warning", "warn", "error", "log"})
-
-
 def _only_shows(func: ast.AST) -> bool:
     """``print(model)``, ``logger.info(model)``, ``torch.save(model, path)``: the model is shown or
     stored, not handed to code that runs it."""
@@ -2881,7 +2873,7 @@ def _only_shows(func: ast.AST) -> bool:
     if isinstance(func, ast.Name):
         parts.append(func.id)
     dotted = ".".join(reversed(parts))
-    return dotted in _SHOWING_CALLS or (len(parts) > 1 and parts[0] in _LOGGING_METHODS)
+    return dotted in trainingdata.MODEL_SHOWING_CALLS or (len(parts) > 1 and parts[0] in trainingdata.LOGGING_METHODS)
 
 
 def _cast_receiver(tree: ast.AST, origin: Origin) -> Optional[str]:
