@@ -3706,6 +3706,40 @@ def test_features_gathered_from_every_rank_are_the_features_given(tmp_path: Path
     assert _codes(tmp_path, code) == [f"{line}: AMP203", f"{line}: AMP203"]
 
 
+def test_a_test_parametrized_over_dtypes_runs_the_code_in_each(tmp_path: Path) -> None:
+    """``@pytest.mark.parametrize("dtype, amp", [(torch.float32, False), pytest.param(torch.float16,
+    True)])``: pytest runs the test with each listed value, so the norm it casts ``.to(dtype)`` runs
+    in float16 on one of them and its hand-written mean of squares is reported in the library file
+    (the test file's own lines are not checked by the numerics rules). Before, the parameters of a
+    test nothing calls were unknown."""
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/norm.py": """
+            import torch
+            class RMSNorm(torch.nn.Module):
+                def __init__(self, dim):
+                    super().__init__()
+                    self.proj = torch.nn.Linear(dim, dim)
+                    self.weight = torch.nn.Parameter(torch.ones(dim))
+                def forward(self, x):
+                    h = self.proj(x)
+                    return h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6) * self.weight
+        """,
+        "tests/test_norm.py": """
+            import pytest
+            import torch
+            from pkg.norm import RMSNorm
+
+            @pytest.mark.parametrize("dtype, amp", [(torch.float32, False), pytest.param(torch.float16, True)])
+            def test_norm(dtype, amp):
+                norm = RMSNorm(64).to(dtype)
+                y = norm(torch.randn(2, 64, dtype=dtype))
+                assert y.dtype == dtype
+        """,
+    }
+    assert _codes_in_project(tmp_path, files, "AMP203") == ["pkg/norm.py:9: AMP203"]
+
+
 def test_a_plugin_imported_by_a_name_of_its_package_is_one_of_its_modules(tmp_path: Path) -> None:
     """``importlib.import_module(f"pkg.models.{args.model}")``: the module imported is one of the
     package's modules, so the class the script takes from it (``module.Net()``) and casts to half

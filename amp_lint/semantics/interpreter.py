@@ -453,7 +453,11 @@ class Interpreter:
             for option in torch_api.autocast_states(dec, state, origin, self.device):
                 state, origin = option
                 break
-        self._invoke(info, dict(zip(names, values)), names, state, (), context_free=True, origin=origin)
+        env = dict(zip(names, values))
+        for name, value in info.parametrized.items():  # a test run by pytest with the values it lists
+            if env.get(name) is UNKNOWN:
+                env[name] = value
+        self._invoke(info, env, names, state, (), context_free=True, origin=origin)
 
     # -- records -----------------------------------------------------------------------------------
     def _record(self, scope: ast.AST, module: SourceModule, state: State, stack: Tuple[CallSite, ...],
@@ -1050,6 +1054,9 @@ class Interpreter:
             closure = info.closure = Closure(frame.env, frame.closure)
         decorators = [self.ev(d, frame) for d in node.decorator_list]  # type: ignore[attr-defined]
         info.decorators = decorators  # type: ignore[attr-defined]
+        for dec in node.decorator_list:  # type: ignore[attr-defined]
+            for name, value in self._parametrized(dec, frame).items():
+                info.parametrized[name] = join(info.parametrized.get(name), value)
         value: Value = FuncVal(info, None, closure)
         if frame.cls is not None:
             frame.cls.methods[node.name] = info  # type: ignore[attr-defined]
@@ -1059,6 +1066,38 @@ class Interpreter:
         frame.env[node.name] = value  # type: ignore[attr-defined]
         self._apply_user_decorators(decorators, FuncVal(info, None, closure), node, frame)
         return True
+
+    def _parametrized(self, decorator: ast.AST, frame: Frame) -> Dict[str, Value]:
+        """``@pytest.mark.parametrize("dtype, amp", [(torch.float16, True), pytest.param(...)])``:
+        each parameter it names -> the join of the values listed for it (empty where the list is
+        not written out)."""
+        if not (isinstance(decorator, ast.Call) and isinstance(decorator.func, ast.Attribute)
+                and decorator.func.attr == "parametrize" and len(decorator.args) >= 2):
+            return {}
+        spec, rows = decorator.args[0], decorator.args[1]
+        if isinstance(spec, ast.Constant) and isinstance(spec.value, str):
+            names = [n.strip() for n in spec.value.split(",") if n.strip()]
+        elif isinstance(spec, (ast.List, ast.Tuple)) and all(
+                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in spec.elts):
+            names = [e.value for e in spec.elts]  # type: ignore[attr-defined]
+        else:
+            return {}
+        if not names or not isinstance(rows, (ast.List, ast.Tuple)):
+            return {}
+        out: Dict[str, Value] = {}
+        for row in rows.elts:
+            if isinstance(row, ast.Call) and getattr(row.func, "attr", getattr(row.func, "id", "")) == "param":
+                cells = list(row.args)  # ``pytest.param(a, b, marks=...)``
+            elif len(names) > 1 and isinstance(row, (ast.Tuple, ast.List)):
+                cells = list(row.elts)
+            else:
+                cells = [row]
+            if len(cells) != len(names) or any(isinstance(c, ast.Starred) for c in cells):
+                return {}
+            for name, cell in zip(names, cells):
+                value = frame.record.values.get(id(cell))
+                out[name] = join(out.get(name), value if value is not None else self.ev(cell, frame))
+        return out
 
     def _apply_user_decorators(self, decorators: List[Value], target: Value, node: ast.AST, frame: Frame) -> None:
         """Run the project's own decorators on what they decorate, innermost first, for their
@@ -2028,6 +2067,9 @@ class Interpreter:
         env, names = bind_arguments(fnode, bound, args, kwargs, info.default_values, info.module.relpath,
                                     self.passed_args.setdefault(id(fnode), set()),
                                     literal_defaults=self._literal_defaults(info, called=isinstance(node, ast.Call)))
+        for name, value in info.parametrized.items():  # a test run by pytest with the values it lists
+            if env.get(name) is UNKNOWN:
+                env[name] = value
         state, origin = frame.state, frame.autocast_origin
         for dec in decorators:
             for option in torch_api.autocast_states(dec, state, origin, self.device):

@@ -166,6 +166,8 @@ class FunctionInfo:
     #: parameter -> the value its default expression had when the ``def`` ran (``nn.LayerNorm``,
     #: ``partial(nn.LayerNorm, eps=1e-6)``): defaults that are not literals (those are read statically)
     default_values: Dict[str, Value] = field(default_factory=dict)
+    #: parameter -> the values a ``pytest.mark.parametrize`` decorator runs the test with
+    parametrized: Dict[str, Value] = field(default_factory=dict)
     contexts: int = 0  # analyses run (one per distinct calling context)
     exact_contexts: int = 0  # own contexts given, past the widening, to calls a widened context did not cover
 
