@@ -67,6 +67,9 @@ class OverflowPronePointwiseInFp16(Rule):
     In-place forms (`x.pow_(2)`, `x.exp_()`, `x.square_()`) are reported under CUDA autocast too:
     autocast does not apply to in-place ops, so they run in the tensor's float16.
 
+    The exp of a negated non-negative value (`torch.exp(-z.abs())`, `exp(-x ** 2)`) is at most 1 and
+    is not reported either.
+
     ## Fix safety
     The fix computes the op in float32 (`torch.exp(x.float())`, `x.float() ** 2`). Unsafe: the
     result is float32 from then on. In-place forms get no fix: a float32 copy would leave the tensor
@@ -118,6 +121,20 @@ class OverflowPronePointwiseInFp16(Rule):
                 return out.exp_()
 
         head = Head().half()
+        """),
+        # the exp of a negated absolute value is at most 1
+        Valid("""
+        import torch
+        class LaplaceHead(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = torch.nn.Linear(64, 64)
+
+            def forward(self, h):
+                z = self.proj(h)
+                return torch.sign(z) * (1.0 - torch.exp(-torch.abs(z)))
+
+        head = LaplaceHead().half()
         """),
         # values no learned layer produced: noise levels, random draws, bounded activations
         Valid("""
@@ -340,6 +357,8 @@ class OverflowPronePointwiseInFp16(Rule):
 
 #: Ops whose result is <= 0 (log-probabilities): their exp cannot overflow.
 _NONPOSITIVE = frozenset({"log_softmax", "logsigmoid"})
+#: Ops whose result is >= 0: the exp of their negation is at most 1.
+_NONNEGATIVE = frozenset({"abs", "square", "relu", "softplus", "sigmoid", "exp", "norm"})
 
 
 _MAXIMA = frozenset({"max", "amax", "logsumexp", "values"})
@@ -351,6 +370,11 @@ def _max_subtracted(expr: ast.AST, scope: Optional[Tuple[ast.AST, int]]) -> bool
     cannot overflow."""
     if isinstance(expr, ast.Call):
         return _call_name(expr) in _NONPOSITIVE
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):  # ``exp(-z.abs())``: at most 1
+        inner = expr.operand
+        return isinstance(inner, ast.Call) and _call_name(inner) in _NONNEGATIVE or (
+            isinstance(inner, ast.BinOp) and isinstance(inner.op, ast.Pow) and isinstance(inner.right, ast.Constant)
+            and inner.right.value == 2)
     if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Sub):
         return _names_a_maximum(expr.right, scope)
     if isinstance(expr, ast.Name):  # ``x -= x.amax(-1, keepdim=True)`` just before ``exp(x)``
