@@ -315,7 +315,7 @@ class OverflowPronePointwiseInFp16(Rule):
             if base in ("pow", "square") and not inplace and self._feeds_reduction():
                 return  # AMP203 reports the reduction of the square (an in-place square overflows first)
             scope = local_scope(self.ctx, node)
-            if base in _EXP and _max_subtracted(src, scope):
+            if base in _EXP and _nonpositive(src, scope):
                 return
             if _bounded_below_overflow(obs, base, src, exponent, scope):
                 return
@@ -364,10 +364,10 @@ _NONNEGATIVE = frozenset({"abs", "square", "relu", "softplus", "sigmoid", "exp",
 _MAXIMA = frozenset({"max", "amax", "logsumexp", "values"})
 
 
-def _max_subtracted(expr: ast.AST, scope: Optional[Tuple[ast.AST, int]]) -> bool:
+def _nonpositive(expr: ast.AST, scope: Optional[Tuple[ast.AST, int]]) -> bool:
     """``x - x.max(...)`` / ``x - logsumexp(...)`` / ``log_softmax(x)``, directly or through a
-    local name (``lse = torch.logsumexp(x, -1)`` then ``exp(x - lse)``): exp of a value <= 0
-    cannot overflow."""
+    local name (``lse = torch.logsumexp(x, -1)`` then ``exp(x - lse)``), or a negated non-negative
+    value (``-z.abs()``): exp of a value <= 0 cannot overflow."""
     if isinstance(expr, ast.Call):
         return _call_name(expr) in _NONPOSITIVE
     if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):  # ``exp(-z.abs())``: at most 1

@@ -205,6 +205,8 @@ class Interpreter:
         self.seeds: List[Tuple[Module, SourceModule, Optional[Origin]]] = []
         #: (cast site, class) of a half module -> how the program calls it (``__call__``, method names)
         self.half_uses: Dict[Tuple, Set[str]] = {}
+        #: per cast site and class: the uses of the cast model that the text of its file shows (_uses_in_text)
+        self.text_uses: Dict[Tuple, Set[str]] = {}
         #: id(function node) -> the parameters some call of it passes ("*": a call passes ``*args``
         #: or ``**kwargs`` of unknown content)
         self.passed_args: Dict[int, Set[str]] = {}
@@ -340,7 +342,14 @@ class Interpreter:
         ``generate`` runs ``forward``). torch's own module methods (``eval``, ``to``) are no use."""
         if origin.path != where.relpath or not isinstance(seed.cls, ClassVal):
             return set()
-        name = _cast_receiver(where.tree, origin)
+        key = (origin.key, id(seed.cls.info))
+        found = self.text_uses.get(key)
+        if found is None:
+            found = self.text_uses[key] = self._read_uses(seed.cls.info, _cast_receiver(where.tree, origin), where)
+        return found
+
+    def _read_uses(self, cls: ClassInfo, name: Optional[str], where: SourceModule) -> Set[str]:
+        """:meth:`_uses_in_text` read once per cast and class: the uses of ``name`` in ``where``."""
         if name is None:
             return set()
         out: Set[str] = set()
@@ -350,7 +359,7 @@ class Interpreter:
                 if isinstance(func, ast.Name) and func.id == name:
                     out.add("__call__")
                 elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == name:
-                    if isinstance(self.class_lookup(seed.cls.info, func.attr), FunctionInfo):
+                    if isinstance(self.class_lookup(cls, func.attr), FunctionInfo):
                         out.add(func.attr)
                     elif func.attr not in torch_api.MODULE_HOUSEKEEPING:
                         out.add(_HANDED)
@@ -3060,7 +3069,9 @@ def _null_contexts(value: Value) -> bool:
 
 def _half_side(a: Value, b: Value, before: Optional[Value] = None) -> int:
     """1 when only ``a`` is half and ``b`` is the same kind of value wider (``model.half()`` on one
-    path only: the branch condition is the precision's), 2 the other way round, else 0. ``before``:
+    path only: the branch condition is the precision's), or ``a`` is what a precision mode makes and
+    ``b`` its absence (a GradScaler or None, an autocast or a null context), 2 the other way round,
+    else 0. ``before``:
     the value before the test, where there is one."""
     def dtypes(v: Value) -> Tuple[int, int]:
         half = wide = 0

@@ -20,7 +20,8 @@ from amp_lint.semantics import configfiles
 from amp_lint.semantics.values import (
     APEX_O1_ORIGIN, BF16, BOOL, F16, F32, F64, FLOATS, HALF, INT, NONE, OPEN_KEYS, UNKNOWN, Autocast, Builtin, ClassVal, Coll,
     DictVal, DType, Star, Ext, FuncVal, Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Value,
-    apex_o1_only, bits, element, join, known_strings, module_casts, obj, options, promote, python_scalar, registry_join, shape,
+    apex_o1_only, bits, element, holds_under, join, known_strings, module_casts, obj, options, promote, python_scalar,
+    registry_join, shape,
     trained_casts, union_of, with_condition,
 )
 
@@ -1055,9 +1056,9 @@ def call_ext(interp: "Interpreter", frame: "Frame", qualified: str, args: List[V
     if qualified == "importlib.import_module" and isinstance(node, ast.Call) and node.args:
         return interp.import_dynamic(node.args[0], frame)
     if qualified in trainingdata.GATHER_INTO_LIST and len(positional) > 1 and isinstance(node, ast.Call) \
-            and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in frame.env:
+            and node.args:
         # ``dist.all_gather(out, x)``: ``out`` now holds every rank's ``x`` (not the zeros it was made of)
-        frame.env[node.args[0].id] = Coll(positional[1])
+        rebind(interp, frame, node.args[0], Coll(positional[1]))
         return NONE
     if qualified in trainingdata.GATHER_RETURNING and positional:
         return Coll(positional[0])
@@ -1838,8 +1839,8 @@ def call_obj(interp: "Interpreter", frame: "Frame", value: Obj, args: List[Value
         merged = dict(fixed.items) if isinstance(fixed, DictVal) else {}
         merged.update(kwargs)
         result = interp.call(func, before + list(args), merged, frame, node)
-        condition = value.get("condition")  # an autocast picked on one path only (:func:`with_condition`)
-        return with_condition(result, condition.value) if isinstance(condition, Scalar) else result
+        condition = holds_under(value)  # an autocast picked on one path only
+        return with_condition(result, condition) if condition is not None else result
     if value.kind == "namedtuple":
         fields = value.get("fields")
         names = tuple(i.value for i in fields.items) if isinstance(fields, Seq) else ()  # type: ignore[attr-defined]

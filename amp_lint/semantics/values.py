@@ -895,6 +895,16 @@ def made_under(option: Value) -> Optional[str]:
     return made.value if isinstance(made, Scalar) and isinstance(made.value, str) else None
 
 
+#: the attribute of a partial made of an autocast picked on one path only that holds that path's test
+_HOLDS_UNDER = "holds_under"
+
+
+def holds_under(option: Value) -> Optional[str]:
+    """The test under which the regions an autocast factory opens hold (:func:`with_condition`)."""
+    held = option.get(_HOLDS_UNDER) if isinstance(option, Obj) and option.kind == "partial" else None
+    return held.value if isinstance(held, Scalar) and isinstance(held.value, str) else None
+
+
 def with_condition(value: Value, condition: str) -> Value:
     """Mark the half evidence of ``value`` as holding only when ``condition`` holds."""
     if isinstance(value, Tensor) and value.origin is not None and value.origin.condition is None:
@@ -908,7 +918,7 @@ def with_condition(value: Value, condition: str) -> Value:
     if isinstance(value, Ext) and value.name in AUTOCASTS:
         # ``amp_autocast = torch.cuda.amp.autocast`` on one path, ``suppress`` on the other: the
         # regions it opens hold under the test (a partial that marks what it makes)
-        return obj("partial", func=value, args=Seq(()), kwargs=DictVal(()), condition=Scalar("str", condition))
+        return obj("partial", func=value, args=Seq(()), kwargs=DictVal(()), **{_HOLDS_UNDER: Scalar("str", condition)})
     if isinstance(value, Union):
         return union_of(with_condition(v, condition) for v in options(value))
     return value
