@@ -59,6 +59,7 @@ def _codes_in_project(tmp_path: Path, files: Dict[str, str], select: str) -> Lis
     result = subprocess.run([sys.executable, "-m", "amp_lint", "check", "--isolated", "--no-cache",
                              "--select", select, "--output-format", "json", "."],
                             capture_output=True, text=True, cwd=tmp_path)
+    assert "internal error" not in result.stderr, result.stderr  # an analysis bug hides findings
     return sorted(f"{Path(f['filename']).resolve().relative_to(tmp_path.resolve()).as_posix()}:"
                   f"{f['location']['row']}: {f['code']}" for f in json.loads(result.stdout or "[]"))
 
@@ -3826,3 +3827,89 @@ def test_the_else_branch_does_not_run_in_a_state_the_then_branch_entered(tmp_pat
     (context,) = explain_json(tmp_path, "m.py", "# after")
     (because,) = next(v["because"] for v in context["values"] if v["expression"] == "after")
     assert "amp.initialize" in because and "(when `args.apex`)" in because
+
+
+_LIGHTNING_SCRIPT = """
+import lightning as L
+from model import Net
+
+if __name__ == "__main__":
+    trainer = L.Trainer(precision="16-mixed")
+    trainer.fit(Net())
+"""
+
+
+_PLAIN_SCRIPT = """
+import torch
+import torch.nn.functional as F
+from model import Net
+
+model = Net()
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+for step in range(100):
+    x = torch.randn(8, 32)
+    loss = F.mse_loss(model(x), x)
+    opt.zero_grad()
+    loss.backward()  # <- loop
+    opt.step()
+"""
+
+
+_NET = """
+import torch.nn as nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(32, 32)
+
+    def forward(self, x):
+        return self.fc(x)
+"""
+
+
+def test_a_framework_of_one_script_does_not_own_the_precision_of_another(tmp_path: Path) -> None:
+    """A repository of several programs: Lightning's mixed precision set up in one script's
+    ``__main__`` block does not train the plain fp32 loop of another script, which AMP001 reports
+    (before, any framework anywhere silenced AMP001 in every file). Set up at a module's top level
+    outside such a block, where an import would run it, it still counts for every program."""
+    files = {"model.py": _NET, "fit_lightning.py": _LIGHTNING_SCRIPT, "plain.py": _PLAIN_SCRIPT}
+    line = _line_of(_PLAIN_SCRIPT, "# <- loop")
+    assert _codes_in_project(tmp_path, files, "AMP001") == [f"plain.py:{line}: AMP001"]
+    files["fit_lightning.py"] = _LIGHTNING_SCRIPT.replace('if __name__ == "__main__":\n', "if True:\n")
+    assert _codes_in_project(tmp_path, files, "AMP001") == []
+
+
+def test_a_loop_whose_call_opens_an_autocast_region_is_no_fp32_loop(tmp_path: Path) -> None:
+    """A linear probe trained on features that a frozen backbone computes under ``torch.autocast``
+    inside its wrapper's forward: the program has mixed precision, so AMP001 does not report the
+    probe's loop (before, only autocast regions written in the loop itself counted)."""
+    code = """
+    import torch
+    import torch.nn as nn
+
+    class Features(nn.Module):
+        def __init__(self, backbone):
+            super().__init__()
+            self.backbone = backbone
+
+        def forward(self, x):
+            with torch.no_grad(), torch.autocast("cuda", dtype=torch.float16):
+                return self.backbone(x).float()
+
+    def main(loader):
+        features = Features(nn.Linear(64, 64).cuda())
+        probe = nn.Linear(64, 10).cuda()
+        opt = torch.optim.SGD(probe.parameters(), lr=0.1)
+        for x, y in loader:
+            loss = nn.functional.cross_entropy(probe(features(x)), y)
+            opt.zero_grad()
+            loss.backward()  # <- backward
+            opt.step()
+
+    main([])
+    """
+    assert _codes_in_project(tmp_path, {"probe.py": code}, "AMP001") == []
+    plain = code.replace(', torch.autocast("cuda", dtype=torch.float16)', "")
+    assert _codes_in_project(tmp_path, {"probe.py": plain}, "AMP001") == \
+        [f"probe.py:{_line_of(plain, '# <- backward')}: AMP001"]

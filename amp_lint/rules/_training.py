@@ -30,9 +30,23 @@ def in_test(ancestors: Sequence[ast.AST]) -> bool:
     return False
 
 
-def framework_precision(ctx: CheckContext) -> List[Tuple[str, Optional[str]]]:
-    """(kind, precision) of the frameworks that own mixed precision anywhere in the program."""
-    return ctx.facts.frameworks()
+def framework_precision(ctx: CheckContext, step: Optional[TrainingStep] = None) -> List[Tuple[str, Optional[str]]]:
+    """(kind, precision) of the frameworks that own mixed precision anywhere in the program; with
+    ``step``, in the programs that run it (a repository of several scripts, each its own program:
+    the DeepSpeed of one does not train the plain loop of another). A step at a file's top level
+    runs in that file's program; one in a function that some analysis reached with no caller (a
+    function nothing calls) may be run by any of them."""
+    if step is None:
+        return ctx.facts.frameworks()
+    entries = set()
+    for obs in step.backward.observations:
+        if obs.record.stack:
+            entries.add(obs.record.stack[0].path)
+        elif isinstance(obs.record.scope, ast.Module):
+            entries.add(obs.record.module.relpath)
+        else:
+            return ctx.facts.frameworks()
+    return ctx.facts.frameworks(entries)
 
 
 def optimizes_plain_tensors(step: TrainingStep) -> bool:

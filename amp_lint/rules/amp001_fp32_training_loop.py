@@ -22,9 +22,13 @@ class Fp32TrainingLoop(Rule):
     ## What it does
     Finds training loops (a loss's `.backward()` and an optimizer's `step()` after it, in a
     `for`/`while` loop or a training-step function) that run in fp32: nothing in the loop runs
-    under autocast, the model is not cast to half, no GradScaler scales the loss, and no framework
+    under autocast (nor inside the calls it makes: a frozen feature extractor whose forward opens
+    an autocast region makes the program a mixed-precision one), the model is not cast to half, no GradScaler scales the loss, and no framework
     (accelerate, Lightning, Hugging Face `Trainer`, DeepSpeed, FSDP mixed precision) owns the
-    precision anywhere in the program. Optimizers are recognised by value (built by a
+    precision in the program that runs the loop. In a repository of several scripts each script
+    is its own program: a framework set up in one script's functions or `__main__` block does not
+    own the loop another script runs (one set up at a module's top level, which any import runs,
+    or in a function nothing calls, counts for every program). Optimizers are recognised by value (built by a
     `torch.optim` class) or by use (`x.zero_grad()` and `x.step()` on the same object). A loop that
     scales its loss with a GradScaler but runs nothing under autocast is reported too (its fix adds
     only the autocast block). Loops in
@@ -298,11 +302,9 @@ class Fp32TrainingLoop(Rule):
     ]
 
     def finish(self) -> None:
-        if framework_precision(self.ctx):
-            return
         model = training_model(self.ctx)
         for step in model.steps:
-            if in_test(step.backward.ancestors):
+            if in_test(step.backward.ancestors) or framework_precision(self.ctx, step):
                 continue
             if step.apex_with is not None or step.graph & HALF or model.autocast_inside(step.container):
                 continue

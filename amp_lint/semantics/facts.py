@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Dict, Iterator, List, Optional, Set, Tuple
+from typing import Collection, Dict, Iterator, List, Optional, Set, Tuple
 
 from amp_lint.data import ops as optable
 from amp_lint.semantics.interpreter import Interpreter, Record, State, condition_texts
@@ -284,9 +284,17 @@ class Facts:
         (``Origin.condition``: ``args.fp16`` / ``not args.fp16``)."""
         return condition_texts(test, module)
 
-    def frameworks(self) -> List[Tuple[str, Optional[str]]]:
-        """(kind, precision text or None) of each framework that owns mixed precision in the program."""
-        return [(kind, precision) for kind, precision, _ in self.interpreter.frameworks]
+    def frameworks(self, entries: Optional[Collection[str]] = None) -> List[Tuple[str, Optional[str]]]:
+        """(kind, precision text or None) of each framework that owns mixed precision in the program;
+        with ``entries`` (files whose run reaches some code), only those set up in the programs run
+        from them, or where no one program is known (a module's top level)."""
+        return [(kind, precision) for kind, precision, _, entry in self.interpreter.frameworks
+                if entries is None or entry is None or entry in entries]
+
+    def opens_autocast(self, call: ast.AST) -> bool:
+        """Whether an autocast region was entered inside the call ``call`` (a feature extractor whose
+        forward runs under ``torch.autocast``)."""
+        return id(call) in self.interpreter.autocast_calls
 
     def steps_an_optimizer(self, call: ast.AST) -> bool:
         """Whether an optimizer's ``step()`` ran inside the call ``call`` (``opt.step_and_update_lr()``)."""

@@ -116,6 +116,8 @@ class Summary:
     checked: int = -1
     #: an optimizer's ``step()`` ran in it (or in a call it made)
     steps: bool = False
+    #: an autocast region was entered in it (or in a call it made)
+    autocasts: bool = False
 
     def stale(self) -> bool:
         """A field it read has changed since (``model.module`` got another class after this ran)."""
@@ -233,11 +235,16 @@ class Interpreter:
         #: GradScaler sites that step or unscale an optimizer of half parameters -> that dtype's origin
         self.half_scalers: Dict[str, Origin] = {}
         #: mixed precision owned by a framework: (kind, precision text or None, origin)
-        self.frameworks: List[Tuple[str, Optional[str], Optional[Origin]]] = []
+        #: (kind, precision, where it was set up, the file of the program that reached it or None)
+        self.frameworks: List[Tuple[str, Optional[str], Optional[Origin], Optional[str]]] = []
         #: ids of the call nodes through which an optimizer's ``step()`` ran (``opt.step_and_update_lr()``)
         self.stepping_calls: Set[int] = set()
         #: an optimizer stepped in the function being analysed (for its summary's ``steps``)
         self.stepped = False
+        #: ids of calls inside which an autocast region was entered (a module whose forward opens one)
+        self.autocast_calls: Set[int] = set()
+        #: an autocast region was entered in the function being analysed (its summary's ``autocasts``)
+        self.autocasted = False
         #: internal errors met (path, line, description): the code there is left unknown
         self.errors: List[Tuple[str, int, str]] = []
         #: id of a ``map(f, ...)`` call -> the node its calls of ``f`` are made at (see torch_api._map)
@@ -1038,6 +1045,9 @@ class Interpreter:
         out: Optional[Dict[str, Value]] = None
         alive_any = False
         for new_state, new_origin in states:
+            if new_state is not None:  # the calls running this one open an autocast region
+                self.autocast_calls.update(site.node_id for site in frame.stack)
+                self.autocasted = True
             frame.env = dict(before)
             frame.state, frame.autocast_origin = new_state, new_origin
             frame.record = self._record(record.scope, record.module, new_state, record.stack, record.context_free,
@@ -2209,6 +2219,7 @@ class Interpreter:
         self.depth += 1
         outer_reading, self.reading = self.reading, set()
         outer_stepped, self.stepped = self.stepped, False
+        outer_autocasted, self.autocasted = self.autocasted, False
         record = self._record(info.node, info.module, state, stack, context_free, origin)
         frame = Frame(info.module, info, dict(env), record, state, stack, cls=None)
         frame.closure = closure if closure is not None else info.closure
@@ -2234,6 +2245,7 @@ class Interpreter:
             if outer_reading is not None:
                 outer_reading |= read
             stepped, self.stepped = self.stepped, outer_stepped or self.stepped
+            autocasted, self.autocasted = self.autocasted, outer_autocasted or self.autocasted
         effects: Dict[int, Value] = {}
         for i, name in enumerate(names):
             if name in frame.mutated and name not in frame.assigned:
@@ -2242,7 +2254,8 @@ class Interpreter:
                     effect = join(effect, returned.get(name, env.get(name, UNKNOWN)))
                 effects[i] = effect
         summary = Summary(frame.returns if frame.returns is not None else NONE, effects,
-                          {cls: cls.field_version for cls in read}, record, reruns, FIELD_CHANGES[0], stepped)
+                          {cls: cls.field_version for cls in read}, record, reruns, FIELD_CHANGES[0], stepped,
+                          autocasted)
         self.memo[key] = summary
         return summary
 
@@ -2254,6 +2267,9 @@ class Interpreter:
         if found.steps:
             self.stepping_calls.update(site.node_id for site in stack)
             self.stepped = True
+        if found.autocasts:
+            self.autocast_calls.update(site.node_id for site in stack)
+            self.autocasted = True
         return found
 
 

@@ -17,11 +17,12 @@ from amp_lint.data import libraries
 from amp_lint.data import ops as optable
 from amp_lint.data import training as trainingdata
 from amp_lint.semantics import configfiles
+from amp_lint.semantics.program import is_main_guard
 from amp_lint.semantics.values import (
     APEX_O1_ORIGIN, BF16, BOOL, F16, F32, F64, FLOATS, HALF, INT, NONE, OPEN_KEYS, UNKNOWN, Autocast, Builtin, ClassVal, Coll,
     DictVal, DType, Star, Ext, FuncVal, Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Value,
     apex_o1_only, bits, element, holds_under, join, known_strings, module_casts, obj, options, promote, python_scalar,
-    registry_join, shape,
+    REGISTRY_UNION_LIMIT, registry_join, shape,
     trained_casts, union_of, with_condition,
 )
 
@@ -42,6 +43,19 @@ def _origin(frame: "Frame", node: Optional[ast.AST], kind: str) -> Optional[Orig
     return Origin(kind, frame.module.relpath, getattr(node, "lineno", 0), frame.module.segment(node),
                   col=getattr(node, "col_offset", 0),
                   end=(getattr(node, "end_lineno", 0) or 0, getattr(node, "end_col_offset", 0) or 0))
+
+
+def note_framework(interp: "Interpreter", frame: "Frame", kind: str, precision: Optional[str],
+                   origin: Optional[Origin]) -> None:
+    """A framework (accelerate, Lightning, DeepSpeed, FSDP) owns mixed precision in the program run
+    from the file that made the outermost call reaching here, or from this file where it is set up
+    in its ``if __name__ == "__main__":`` block; None (every program) elsewhere at a module's top
+    level, which an import runs, or in a function nothing calls."""
+    entry = frame.stack[0].path if frame.stack else None
+    if entry is None and frame.info is None and any(
+            is_main_guard(test) and not orelse for test, orelse, _, _ in frame.branches):
+        entry = frame.module.relpath
+    interp.frameworks.append((kind, precision, origin, entry))
 
 
 #: The environment slot (no Python name can clash) holding the default float dtype that
@@ -1102,7 +1116,7 @@ def call_ext(interp: "Interpreter", frame: "Frame", qualified: str, args: List[V
         inner = positional[0] if positional else kwargs.get("module", UNKNOWN)
         mixed = kwargs.get("mixed_precision")
         if isinstance(mixed, Obj) and mixed.kind == "fsdp_mixed_precision":
-            interp.frameworks.append(("fsdp", None, _origin(frame, node, "framework")))
+            note_framework(interp, frame, "fsdp", None, _origin(frame, node, "framework"))
         if isinstance(inner, Module) and isinstance(mixed, Obj) and mixed.kind == "fsdp_mixed_precision":
             param_dtype = mixed.get("param_dtype")
             if isinstance(param_dtype, DType) and param_dtype.dtypes & HALF:
@@ -1112,7 +1126,7 @@ def call_ext(interp: "Interpreter", frame: "Frame", qualified: str, args: List[V
     if short == "fully_shard" and qualified.startswith("torch.distributed"):
         policy = kwargs.get("mp_policy")
         if isinstance(policy, Obj) and policy.kind == "fsdp_mixed_precision":
-            interp.frameworks.append(("fsdp", None, _origin(frame, node, "framework")))
+            note_framework(interp, frame, "fsdp", None, _origin(frame, node, "framework"))
         return positional[0] if positional else UNKNOWN
     if qualified in trainingdata.FSDP_MIXED_PRECISION:
         return obj("fsdp_mixed_precision", param_dtype=kwargs.get("param_dtype") or NONE)
@@ -1487,7 +1501,7 @@ def deepspeed_initialize(interp: "Interpreter", frame: "Frame", positional: List
     half = deepspeed_half(config)
     if config is None and (kwargs.get("args") or positional[:1]):
         half = shipped_deepspeed_half(interp, frame)
-    interp.frameworks.append(("deepspeed", ("fp16" if half[0] == F16 else "bf16") if half else None, origin))
+    note_framework(interp, frame, "deepspeed", ("fp16" if half[0] == F16 else "bf16") if half else None, origin)
     model = kwargs.get("model") or (positional[1] if len(positional) > 1 else UNKNOWN)
 
     def engine_of(model: Value) -> Value:
@@ -1626,7 +1640,7 @@ def library_object(interp: "Interpreter", qualified: str, positional: List[Value
             mixed = True
             precision = str(known) if known is not None and known is not True else (key if known is True else None)
         if mixed:
-            interp.frameworks.append((kind, precision, _origin(frame, node, "framework")))
+            note_framework(interp, frame, kind, precision, _origin(frame, node, "framework"))
         if kind == "accelerator":
             return obj("accelerator", mixed_precision=kwargs.get("mixed_precision") or UNKNOWN,
                        name=Scalar("str", qualified))
