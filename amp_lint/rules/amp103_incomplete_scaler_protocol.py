@@ -95,6 +95,32 @@ class IncompleteScalerProtocol(Rule):
                         opt.step()
                     opt.zero_grad(set_to_none=True)
         """),
+        Valid("""
+        # unscale_ and step sit under two ifs of the same test as the scaled backward: they run
+        # in the same calls of the step function (one backward per step)
+        import torch
+        def main(encoder, loader, optimizer, use_amp, clip, epochs):
+            scaler = torch.amp.GradScaler("cuda") if use_amp else None
+            for epoch in range(epochs):
+                for x in loader:
+                    def train_step():
+                        with torch.autocast(device_type="cuda", dtype=torch.float16, enabled=use_amp):
+                            loss = encoder(x).pow(2).mean()
+                        if use_amp:
+                            scaler.scale(loss).backward()
+                            scaler.unscale_(optimizer)
+                        else:
+                            loss.backward()
+                        torch.nn.utils.clip_grad_norm_(encoder.parameters(), clip)
+                        if use_amp:
+                            scaler.step(optimizer)
+                            scaler.update()
+                        else:
+                            optimizer.step()
+                        optimizer.zero_grad()
+                        return float(loss)
+                    train_step()
+        """),
     ]
     INVALID = [
         Invalid(
@@ -191,16 +217,7 @@ class IncompleteScalerProtocol(Rule):
 def _branches(event: Event) -> List[Tuple[str, bool]]:
     """(test text, taken) of each ``if`` around ``event``: taken is True in its body, False in its
     ``else`` (``if not x:`` is ``x`` with the branches swapped)."""
-    out: List[Tuple[str, bool]] = []
-    chain = [event.node, *reversed(event.ancestors)]
-    for child, parent in zip(chain, chain[1:]):
-        if isinstance(parent, ast.If):
-            taken = any(child is n for n in parent.body)
-            test = parent.test
-            if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-                test, taken = test.operand, not taken
-            out.append((ast.unparse(test), taken))
-    return out
+    return [_branch_in(event, parent) for parent in reversed(event.ancestors) if isinstance(parent, ast.If)]
 
 
 def _exclusive_branches(a: Event, b: Event) -> bool:
@@ -218,9 +235,23 @@ def _scaler_text(step: TrainingStep) -> Optional[str]:
 
 
 def _guards(event: Event, step: TrainingStep) -> List[ast.If]:
-    """The ``if`` statements between the loop and ``event`` that the backward is not under."""
+    """The ``if`` statements between the loop and ``event`` that the backward is not under, nor under
+    another ``if`` of the same test on the same side (``if use_amp: scaler.scale(loss).backward()``
+    ... ``if use_amp: scaler.step(opt)``: both run on the same iterations)."""
+    backward_tests = set(_branches(step.backward))
     return [a for a in event.ancestors if isinstance(a, ast.If) and not any(a is b for b in step.backward.ancestors)
-            and step.container is not None and any(a is n for n in ast.walk(step.container))]
+            and step.container is not None and any(a is n for n in ast.walk(step.container))
+            and _branch_in(event, a) not in backward_tests]
+
+
+def _branch_in(event: Event, branch: ast.If) -> Tuple[str, bool]:
+    """(test text, taken) of the ``if`` ``branch`` around ``event``, as :func:`_branches` gives them."""
+    chain = [event.node, *reversed(event.ancestors)]
+    child = next(c for c, p in zip(chain, chain[1:]) if p is branch)
+    taken, test = any(child is n for n in branch.body), branch.test
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, taken = test.operand, not taken
+    return ast.unparse(test), taken
 
 
 def _locate(fctx: FixContext, event: Event):
