@@ -3829,6 +3829,101 @@ def test_the_else_branch_does_not_run_in_a_state_the_then_branch_entered(tmp_pat
     assert "amp.initialize" in because and "(when `args.apex`)" in because
 
 
+_TIMM_MODELS = """
+import torch.nn as nn
+from timm.models.registry import register_model
+
+
+class Mixer(nn.Module):
+    def __init__(self, num_classes=1000):
+        super().__init__()
+        self.qk = nn.Linear(64, 64)
+        self.head = nn.Linear(64, num_classes)
+
+    def forward(self, x):
+        scores = self.qk(x) @ x.transpose(-2, -1)
+        probs = scores.softmax(dim=-1)  # <- probs
+        return self.head(probs @ x)
+
+
+@register_model
+def mixer_tiny(pretrained=False, **kwargs):
+    return Mixer(**kwargs)
+"""
+
+_TIMM_APP = """
+import argparse
+import torch
+from timm.models import create_model
+import zoo_models  # registers the project's models with timm
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", default="mixer_tiny")
+    args = parser.parse_args()
+    net = create_model({model}, pretrained=False, num_classes=10, checkpoint_path="").cuda().half()
+    with torch.no_grad():
+        print(net(torch.randn(2, 16, 64, device="cuda").half()))
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_timm_create_model_builds_the_model_the_project_registered(tmp_path: Path) -> None:
+    """``create_model(args.model)`` of timm builds the function the project registered with timm's
+    ``@register_model`` under that name (or, for a name read from the command line, any registered one): the
+    model is a known class, so its forward runs on the half model (before, the library call gave an
+    unknown value and nothing ran). A name the project did not register is one of timm's own
+    models: unknown, as before."""
+    line = _line_of(_TIMM_MODELS, "# <- probs")
+    for model in ('"mixer_tiny"', "args.model"):
+        files = {"zoo_models.py": _TIMM_MODELS, "app.py": _TIMM_APP.format(model=model)}
+        values = value_of(tmp_path, files, "zoo_models.py", "# <- probs", "probs")
+        assert values and all(v.startswith("tensor float16") for v in values), values
+        assert _codes_in_project(tmp_path, files, "AMP201") == [f"zoo_models.py:{line}: AMP201"]
+    files = {"zoo_models.py": _TIMM_MODELS, "app.py": _TIMM_APP.format(model='"resnet50"')}
+    assert _codes_in_project(tmp_path, files, "AMP201") == []
+
+
+def test_params_appended_to_a_param_group_dict_are_what_its_optimizer_trains(tmp_path: Path) -> None:
+    """``group["params"].append(p)`` over ``net.named_parameters()`` fills the list the dict holds,
+    so ``SGD(**group)`` trains the half parameters with no master weights (before, the list stayed
+    empty and the optimizer's parameters were unknown)."""
+    code = """
+    import torch
+    import torch.nn as nn
+
+    def param_groups(network):
+        decay = {"params": [], "lr": 0.1, "momentum": 0.9}
+        no_decay = {"params": [], "lr": 0.1}
+        for name, p in network.named_parameters():
+            if "bias" in name:
+                no_decay["params"].append(p)
+            else:
+                decay["params"].append(p)
+        return decay, no_decay
+
+    def main():
+        net = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 10)).cuda()
+        net.half()  # <- cast
+        decay, no_decay = param_groups(net)
+        opt = torch.optim.SGD(**decay)
+        for _ in range(10):
+            x = torch.randn(8, 32, device="cuda").half()
+            loss = net(x).float().pow(2).mean()
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+
+    main()
+    """
+    line = _line_of(code, "# <- cast")
+    assert _codes_in_project(tmp_path, {"train.py": code}, "AMP101") == [f"train.py:{line}: AMP101"]
+
+
 _LIGHTNING_SCRIPT = """
 import lightning as L
 from model import Net
@@ -3837,7 +3932,6 @@ if __name__ == "__main__":
     trainer = L.Trainer(precision="16-mixed")
     trainer.fit(Net())
 """
-
 
 _PLAIN_SCRIPT = """
 import torch
@@ -3853,7 +3947,6 @@ for step in range(100):
     loss.backward()  # <- loop
     opt.step()
 """
-
 
 _NET = """
 import torch.nn as nn
@@ -3878,6 +3971,111 @@ def test_a_framework_of_one_script_does_not_own_the_precision_of_another(tmp_pat
     assert _codes_in_project(tmp_path, files, "AMP001") == [f"plain.py:{line}: AMP001"]
     files["fit_lightning.py"] = _LIGHTNING_SCRIPT.replace('if __name__ == "__main__":\n', "if True:\n")
     assert _codes_in_project(tmp_path, files, "AMP001") == []
+
+
+_ACCELERATE_SCRIPT = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from accelerate import Accelerator
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(64, 64)
+        self.head = nn.Linear(64, 10)
+
+    def forward(self, x):
+        h = self.fc(x)
+        spread = h.var(dim=-1, keepdim=True)  # <- spread
+        return self.head(h / (spread + 1e-5).sqrt())
+
+
+def main(mixed):
+    accelerator = Accelerator(mixed_precision=mixed)
+    model = accelerator.prepare(Net())
+    x = torch.randn(8, 64, device="cuda"){cast}
+    out = model(x)
+    loss = F.cross_entropy(out, torch.randint(0, 10, (8,), device="cuda"))  # <- loss
+    accelerator.backward(loss)
+
+
+main({mixed})
+"""
+
+
+def test_a_model_accelerate_prepared_runs_under_autocast_and_returns_float32(tmp_path: Path) -> None:
+    """``accelerator.prepare(model)`` with ``mixed_precision="fp16"`` wraps the model's forward in
+    autocast and casts its outputs to float32 (Accelerate's ``prepare_model``): the variance of a
+    GEMM output inside the forward is float16 (AMP203), the loss on the output is float32 (before,
+    the prepared model ran in float32 throughout). With the mixed precision not known here, a
+    float32 model's outputs are float32 either way, even on half inputs (before: float16)."""
+    code = _ACCELERATE_SCRIPT.format(mixed='"fp16"', cast="")
+    files = {"train.py": code}
+    assert value_of(tmp_path, files, "train.py", "# <- spread", "spread") == ["tensor float16"]
+    assert value_of(tmp_path, files, "train.py", "# <- loss", "out") == ["tensor float32"]
+    assert _codes_in_project(tmp_path, files, "AMP2") == [f"train.py:{_line_of(code, '# <- spread')}: AMP203"]
+    code = _ACCELERATE_SCRIPT.format(mixed="input()", cast=".half()")
+    files = {"train.py": code}
+    assert value_of(tmp_path, files, "train.py", "# <- loss", "out") == ["tensor float32"]
+    assert _codes_in_project(tmp_path, files, "AMP202") == []
+
+
+def test_apex_ddp_and_timm_split_bn_return_the_module_they_wrap(tmp_path: Path) -> None:
+    """apex's ``DistributedDataParallel(model)`` runs the model's forward, and timm's
+    ``convert_splitbn_model(model, n)`` returns the model: the half model stays known through
+    them, so the loss on its output is float16 (before, both gave an unknown value)."""
+    code = """
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+    from apex.parallel import DistributedDataParallel as ApexDDP
+    from timm.models import convert_splitbn_model
+
+    def main(distributed, split_bn):
+        model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10)).cuda().half()
+        if split_bn:
+            model = convert_splitbn_model(model, 2)
+        if distributed:
+            model = ApexDDP(model, delay_allreduce=True)
+        out = model(torch.randn(8, 64, device="cuda").half())
+        return F.cross_entropy(out, torch.randint(0, 10, (8,), device="cuda"))  # <- loss
+
+    main(True, True)
+    """
+    assert one(tmp_path, code, "# <- loss", "out") == ["tensor float16"]
+
+
+_VARIANCE_BRANCHES = """
+import torch
+import torch.nn as nn
+
+
+def log_variance(net, x, learned):
+    out = net(x)
+    if learned:
+        logvar = out.float() * 0.5
+    else:
+        logvar = {fixed}
+    return torch.exp(logvar)  # <- exp
+
+
+net = nn.Linear(8, 8).cuda().half()
+log_variance(net, torch.randn(4, 8, device="cuda").half(), input() == "learned")
+"""
+
+
+def test_a_half_value_no_layer_made_joined_with_a_float32_layer_output_is_no_overflow_evidence(
+        tmp_path: Path) -> None:
+    """The join of a float32 layer output (one branch) and the float16 ``zeros_like`` of another is
+    half only where no layer made it: its exp cannot overflow, and AMP204 stays silent (before, the
+    join was "learned" and "half" together and was reported). Where the float16 branch is itself a
+    layer output, it is reported."""
+    code = _VARIANCE_BRANCHES.format(fixed="torch.zeros_like(out)")
+    assert _codes_in_project(tmp_path, {"m.py": code}, "AMP204") == []
+    code = _VARIANCE_BRANCHES.format(fixed="out")
+    assert _codes_in_project(tmp_path, {"m.py": code}, "AMP204") == [f"m.py:{_line_of(code, '# <- exp')}: AMP204"]
 
 
 def test_a_loop_whose_call_opens_an_autocast_region_is_no_fp32_loop(tmp_path: Path) -> None:

@@ -62,3 +62,24 @@ CONFIG_WRAPPERS: FrozenSet[str] = frozenset({
     "omegaconf.OmegaConf.create", "omegaconf.OmegaConf.to_container", "omegaconf.OmegaConf.to_object",
     "omegaconf.DictConfig", "easydict.EasyDict", "addict.Dict", "ml_collections.ConfigDict",
 })
+
+#: Model registries of libraries: the decorator that registers a model-building function under its
+#: own name -> the registry it fills. timm's ``register_model(fn)`` stores ``fn`` under
+#: ``fn.__name__`` (``timm/models/_registry.py``; ``timm/models/registry.py`` before 0.9), so a
+#: project's ``@register_model def poolformer_s12(pretrained=False, **kwargs)`` is what
+#: ``create_model("poolformer_s12")`` builds.
+MODEL_REGISTRATIONS: Dict[str, str] = {
+    f"timm.models.{module}register_model": "timm" for module in ("", "registry.", "_registry.")
+}
+#: The factories that build a registered model by name -> the registry they read. timm's
+#: ``create_model(model_name, pretrained=False, **kwargs)`` looks the name up and returns
+#: ``create_fn(pretrained=pretrained, **kwargs)`` (``timm/models/_factory.py``; ``factory.py`` before
+#: 0.9), after taking out the keywords it handles itself (:data:`MODEL_FACTORY_KEYWORDS`).
+MODEL_FACTORIES: Dict[str, str] = {
+    "timm.create_model": "timm",
+    **{f"timm.models.{module}create_model": "timm" for module in ("", "factory.", "_factory.")},
+}
+#: keywords a model factory keeps for itself (the checkpoint it loads, TorchScript layer options)
+MODEL_FACTORY_KEYWORDS: FrozenSet[str] = frozenset({
+    "model_name", "checkpoint_path", "scriptable", "exportable", "no_jit", "cache_dir",
+})

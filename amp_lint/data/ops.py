@@ -293,8 +293,17 @@ MODULE_KINDS: Dict[str, str] = {
     **{name: "container" for name in ("Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict")},
 }
 
-#: Wrappers that return the module they wrap (calling them runs its forward).
+#: Wrappers that return the module they wrap (calling them runs its forward). apex's
+#: ``DistributedDataParallel(module)`` forward returns ``self.module(*inputs, **kwargs)`` and
+#: ``convert_syncbn_model(module)`` returns the module with its BatchNorms replaced
+#: (``apex/parallel/distributed.py``, ``apex/parallel/__init__.py``); timm's
+#: ``convert_splitbn_model(module, num_splits)`` returns the module with split BatchNorms
+#: (``timm/layers/split_batchnorm.py``, re-exported by ``timm.models`` in the releases its training
+#: script was copied from).
 MODULE_WRAPPERS = frozenset({
+    "apex.parallel.DistributedDataParallel", "apex.parallel.distributed.DistributedDataParallel",
+    "apex.parallel.convert_syncbn_model", "timm.models.convert_splitbn_model", "timm.layers.convert_splitbn_model",
+    "timm.models.layers.convert_splitbn_model", "timm.models.split_batchnorm.convert_splitbn_model",
     "torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.DistributedDataParallel",
     "torch.nn.parallel.DistributedDataParallelCPU", "torch.compile", "torch.jit.script", "torch.jit.trace",
     "torch.nn.utils.weight_norm", "torch.nn.utils.spectral_norm", "torch.nn.utils.parametrizations.weight_norm",

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
+from amp_lint.data import libraries
 from amp_lint.data import ops as optable
 from amp_lint.data import training as trainingdata
 from amp_lint.semantics import torch_api
@@ -214,6 +215,8 @@ class Interpreter:
         self.passed_args: Dict[int, Set[str]] = {}
         #: creation sites of optimizers passed to a wrapper that keeps fp32 master weights
         self.master_wrapped: Set[str] = set()
+        #: a library's model registry (``timm``) -> the project functions registered in it, by name
+        self.library_models: Dict[str, Dict[str, Value]] = {}
         #: texts of the branch conditions some half evidence was marked with (``args.fp16``)
         self.conditions: Set[str] = set()
         #: such a condition's comparisons of an expression with constants (for exclusive tests)
@@ -1084,6 +1087,10 @@ class Interpreter:
                 value = Obj("property", (("getter", value),))
         frame.env[node.name] = value  # type: ignore[attr-defined]
         self._apply_user_decorators(decorators, FuncVal(info, None, closure), node, frame)
+        for dec in decorators:  # ``@register_model`` of timm: ``create_model(name)`` builds it
+            registry = libraries.MODEL_REGISTRATIONS.get(dec.name) if isinstance(dec, Ext) else None
+            if registry is not None:
+                self.library_models.setdefault(registry, {})[node.name] = FuncVal(info, None, closure)  # type: ignore[attr-defined]
         return True
 
     def _parametrized(self, decorator: ast.AST, frame: Frame) -> Dict[str, Value]:
@@ -1987,12 +1994,14 @@ class Interpreter:
             kwargs = {k: torch_api.cast_floating(v, half) for k, v in kwargs.items()}
             inner = replace(module, mode="")
             return torch_api.cast_floating(self.call_module(inner, args, kwargs, frame, node), F32)
-        if module.mode in (torch_api.FABRIC_MIXED_F16, torch_api.FABRIC_MIXED_BF16):
-            # Lightning Fabric's mixed precision: autocast around the forward, outputs to float32
+        if module.mode == torch_api.F32_OUT:  # Accelerate's float32 model, mixed precision not known
+            return torch_api.cast_floating(self.call_module(replace(module, mode=""), args, kwargs, frame, node), F32)
+        if module.mode in (torch_api.MIXED_F32_OUT_F16, torch_api.MIXED_F32_OUT_BF16):
+            # Fabric's mixed precision, Accelerate's prepare: autocast around the forward, outputs to float32
             inner = replace(module, mode="")
             saved = frame.state, frame.autocast_origin
             if frame.state is None:
-                frame.state = ("cuda", F16 if module.mode == torch_api.FABRIC_MIXED_F16 else BF16)
+                frame.state = ("cuda", F16 if module.mode == torch_api.MIXED_F32_OUT_F16 else BF16)
             try:
                 result = self.call_module(inner, args, kwargs, frame, node)
             finally:

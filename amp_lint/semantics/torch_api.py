@@ -1052,6 +1052,10 @@ def call_ext(interp: "Interpreter", frame: "Frame", qualified: str, args: List[V
              node: Optional[ast.AST]) -> Value:
     short = qualified.rsplit(".", 1)[-1]
     positional = _positional(args)
+    if qualified in libraries.MODEL_FACTORIES:
+        built = build_registered(interp, frame, libraries.MODEL_FACTORIES[qualified], args, kwargs, node)
+        if built is not None:
+            return built
     library = libraries.FUNCTIONS.get(qualified)
     if library is not None:
         return library_call(interp, frame, library, args, kwargs, node)
@@ -1611,10 +1615,15 @@ def apex_o1_origin(origin: Optional[Origin]) -> Optional[Origin]:
 #: :attr:`Module.mode` of a model Lightning Fabric set up at a "true" half precision: its floating
 #: inputs are cast to its dtype and its outputs to float32 (as apex O2's)
 FABRIC_CAST_IO = "fabric-cast-io"
-#: :attr:`Module.mode` of a model Lightning Fabric set up at a mixed precision: its forward runs
-#: under CUDA autocast to that dtype and its outputs are cast to float32
-FABRIC_MIXED_F16 = "fabric-mixed-f16"
-FABRIC_MIXED_BF16 = "fabric-mixed-bf16"
+#: :attr:`Module.mode` of a model Lightning Fabric set up at a mixed precision, or Accelerate
+#: prepared with native mixed precision: its forward runs under CUDA autocast to that dtype and its
+#: outputs are cast to float32 (Fabric ``plugins/precision/amp.py``; Accelerate's ``prepare_model``
+#: wraps the forward in autocast and ``convert_outputs_to_fp32``)
+MIXED_F32_OUT_F16 = "mixed-f16-f32-out"
+MIXED_F32_OUT_BF16 = "mixed-bf16-f32-out"
+#: :attr:`Module.mode` of a float32 model Accelerate prepared where its mixed precision is not known
+#: here: with mixed precision on, its outputs are cast to float32; off, it computes them in float32
+F32_OUT = "f32-out"
 
 
 def _mark_apex(model: Module) -> Module:
@@ -1814,6 +1823,32 @@ def _map(interp: "Interpreter", frame: "Frame", fn: Value, iterables: List[Value
     return Coll(_call_each(interp, frame, fn, [interp.iterate(s, frame) for s in iterables], site))
 
 
+def build_registered(interp: "Interpreter", frame: "Frame", registry: str, args: List[Value],
+                     kwargs: Dict[str, Value], node: Optional[ast.AST]) -> Optional[Value]:
+    """``timm.create_model(name, pretrained, **kwargs)`` where the project registered its own models
+    with the library's decorator: the model the function registered under ``name`` builds, or, where
+    the name is not known here, the join of every registered model. None where nothing is registered
+    or a name known here is not one of the project's (a model of the library itself)."""
+    registered = interp.library_models.get(registry)
+    positional = _positional(args)
+    if not registered or len(positional) < len(args):
+        return None
+    name = positional[0] if positional else kwargs.get("model_name", UNKNOWN)
+    names = known_strings(name)
+    if names and any(n not in registered for n in names):
+        return None
+    builders = [registered[n] for n in names] if names else list(registered.values())
+    if len(builders) > REGISTRY_UNION_LIMIT:
+        return None
+    passed = {k: v for k, v in kwargs.items() if k not in libraries.MODEL_FACTORY_KEYWORDS}
+    if len(positional) > 1:
+        passed.setdefault("pretrained", positional[1])
+    out: Optional[Value] = None
+    for builder in builders:
+        out = join(out, interp.call(builder, [], dict(passed), frame, node))
+    return out
+
+
 def _call_each(interp: "Interpreter", frame: "Frame", fn: Value, args: List[Value], site: Optional[ast.AST]) -> Value:
     """``fn(*args)`` for each callable ``fn`` may be."""
     out: Optional[Value] = None
@@ -1950,6 +1985,15 @@ def obj_method(interp: "Interpreter", frame: "Frame", value: Obj, name: str, arg
         return fabric_setup(interp, frame, value, name, positional, node)
     if kind == "accelerator":
         if name == "prepare":
+            dtype = _mixed_precision_dtype(value.get("mixed_precision"))
+            if dtype in (F16, BF16):  # the models: forward under autocast, outputs to float32
+                mode = MIXED_F32_OUT_F16 if dtype == F16 else MIXED_F32_OUT_BF16
+                positional = [union_of(replace(o, mode=mode) if type(o) is Module and not o.mode else o
+                                       for o in options(p)) for p in positional]
+            else:  # float32 models give float32 outputs, with mixed precision on or off
+                positional = [union_of(replace(o, mode=F32_OUT) if type(o) is Module and not o.mode
+                                       and o.cast == F32 and not o.cast_unknown else o
+                                       for o in options(p)) for p in positional]
             return positional[0] if len(positional) == 1 else Seq(tuple(positional))
         if name == "autocast":
             mp = value.get("mixed_precision")
@@ -1983,7 +2027,7 @@ def fabric_setup(interp: "Interpreter", frame: "Frame", fabric: Obj, name: str, 
     mixed = trainingdata.FABRIC_MIXED_PRECISION.get(precision.value) \
         if isinstance(precision, Scalar) and isinstance(precision.value, (str, int)) else None
     if mixed is not None:  # autocast around its forward, outputs to float32 (``plugins/precision/amp.py``)
-        mode = FABRIC_MIXED_F16 if mixed == "float16" else FABRIC_MIXED_BF16
+        mode = MIXED_F32_OUT_F16 if mixed == "float16" else MIXED_F32_OUT_BF16
         model = union_of(replace(o, mode=mode) if isinstance(o, Module) and not o.mode else o for o in options(model))
     if dtype is not None:
         bits = _DTYPE_BITS[dtype]
@@ -2198,8 +2242,28 @@ def python_method(interp: "Interpreter", frame: "Frame", receiver: Value, name: 
             else:
                 frame.env[target] = _grown(receiver, added)
             return NONE
+        if name in ("append", "extend", "insert") and positional and isinstance(node, ast.Call) \
+                and isinstance(node.func, ast.Attribute) and _dict_item(node.func.value, frame) is not None:
+            # ``group["params"].append(p)``: the list a dict of the frame holds under a constant key
+            added = positional[-1] if name != "extend" or _is_parameters(positional[-1]) else element(positional[-1])
+            owner, key = _dict_item(node.func.value, frame)  # type: ignore[misc]
+            items = tuple((k, _grown(v, added) if k == key else v) for k, v in frame.env[owner].items)
+            frame.env[owner] = DictVal(items)
+            frame.mutated.add(owner)
+            return NONE
         return UNKNOWN
     return UNKNOWN
+
+
+def _dict_item(expr: ast.AST, frame: "Frame") -> Optional[Tuple[str, str]]:
+    """(name, key) for ``name["key"]`` where ``name`` is a dict of the frame holding ``key``."""
+    if not (isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Name)
+            and isinstance(expr.slice, ast.Constant) and isinstance(expr.slice.value, str)):
+        return None
+    held = frame.env.get(expr.value.id)
+    if not isinstance(held, DictVal) or all(k != expr.slice.value for k, _ in held.items):
+        return None
+    return expr.value.id, expr.slice.value
 
 
 def _grown(container: Value, added: Value, registry: bool = False) -> Coll:

@@ -748,6 +748,17 @@ def _of_a_module(value: Value) -> bool:
     return isinstance(value, FuncVal) and isinstance(value.bound, Module)
 
 
+def _learned_join(a: "Tensor", b: "Tensor") -> bool:
+    """Whether the join of two tensors is a learned layer's output where it is half: where it may be
+    half, one of the learned sides must be (a float32 layer output on one branch and the float16
+    ``zeros_like`` of another give a half value no layer made, whose exp or square cannot overflow)."""
+    learned = a.learned or b.learned
+    half = (a.dtypes | b.dtypes) & HALF
+    if not learned or not half:
+        return learned
+    return bool(((a.dtypes if a.learned else 0) | (b.dtypes if b.learned else 0)) & half)
+
+
 def _join_same(a: Value, b: Value) -> Optional[Value]:
     """The join of two values of one kind, None where they stay apart in a union. Only the kinds
     in :data:`_MERGING` ever merge."""
@@ -758,7 +769,7 @@ def _join_same(a: Value, b: Value) -> Optional[Value]:
             a.half and b.half and a.origin is not None and b.origin is not None and a.origin.key != b.origin.key) \
             else ()
         return Tensor(a.dtypes | b.dtypes, a.unknown or b.unknown, origin, a.scaled and b.scaled, a.param or b.param,
-                      a.graph | b.graph, a.learned or b.learned, a.zero_dim and b.zero_dim, a.detached and b.detached,
+                      a.graph | b.graph, _learned_join(a, b), a.zero_dim and b.zero_dim, a.detached and b.detached,
                       also)
     if isinstance(a, Scalar):
         assert isinstance(b, Scalar)
