@@ -2229,28 +2229,28 @@ def python_method(interp: "Interpreter", frame: "Frame", receiver: Value, name: 
         if name in ("pop",):
             return element(receiver)
         if name in ("append", "extend", "insert") and positional and isinstance(node, ast.Call) \
-                and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+                and isinstance(node.func, ast.Attribute):
             added = positional[-1] if name != "extend" or _is_parameters(positional[-1]) else element(positional[-1])
-            target = node.func.value.id
-            if target not in frame.env and frame.info is not None and _kept_by_registry(added):
-                # a module's list of classes, functions or their instances filled by a function
-                # (``register_adapter(cls)`` appends ``cls()``): every append is kept, as for a dict
-                # registry. Other values (tensors) stay local to the call.
-                genv = interp.global_env(frame.module)
-                if isinstance(genv.get(target), (Seq, Coll)):
-                    genv[target] = _grown(genv[target], added, registry=True)
-            else:
-                frame.env[target] = _grown(receiver, added)
-            return NONE
-        if name in ("append", "extend", "insert") and positional and isinstance(node, ast.Call) \
-                and isinstance(node.func, ast.Attribute) and _dict_item(node.func.value, frame) is not None:
-            # ``group["params"].append(p)``: the list a dict of the frame holds under a constant key
-            added = positional[-1] if name != "extend" or _is_parameters(positional[-1]) else element(positional[-1])
-            owner, key = _dict_item(node.func.value, frame)  # type: ignore[misc]
-            items = tuple((k, _grown(v, added) if k == key else v) for k, v in frame.env[owner].items)
-            frame.env[owner] = DictVal(items)
-            frame.mutated.add(owner)
-            return NONE
+            item = _dict_item(node.func.value, frame)
+            if isinstance(node.func.value, ast.Name):
+                target = node.func.value.id
+                if target not in frame.env and frame.info is not None and _kept_by_registry(added):
+                    # a module's list of classes, functions or their instances filled by a function
+                    # (``register_adapter(cls)`` appends ``cls()``): every append is kept, as for a dict
+                    # registry. Other values (tensors) stay local to the call.
+                    genv = interp.global_env(frame.module)
+                    if isinstance(genv.get(target), (Seq, Coll)):
+                        genv[target] = _grown(genv[target], added, registry=True)
+                else:
+                    frame.env[target] = _grown(receiver, added)
+                return NONE
+            if item is not None:  # ``group["params"].append(p)``: the list a dict of the frame holds
+                owner, key = item
+                held = frame.env[owner]
+                frame.env[owner] = DictVal(tuple((k, _grown(v, added) if k == key else v)
+                                                 for k, v in held.items))  # type: ignore[attr-defined]
+                frame.mutated.add(owner)
+                return NONE
         return UNKNOWN
     return UNKNOWN
 
