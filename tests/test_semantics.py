@@ -4111,3 +4111,41 @@ def test_a_loop_whose_call_opens_an_autocast_region_is_no_fp32_loop(tmp_path: Pa
     plain = code.replace(', torch.autocast("cuda", dtype=torch.float16)', "")
     assert _codes_in_project(tmp_path, {"probe.py": plain}, "AMP001") == \
         [f"probe.py:{_line_of(plain, '# <- backward')}: AMP001"]
+
+
+_CACHED_FEATURES = """
+import torch
+import torch.nn as nn
+
+
+def extract(backbone, images):
+    with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
+        return backbone(images).float()
+
+
+def main(images, labels):
+    backbone = nn.Linear(64, 64).cuda()
+    feats = extract(backbone, images)
+    probe = nn.Linear(64, 10).cuda()
+    opt = torch.optim.SGD(probe.parameters(), lr=0.1)
+    for step in range(100):
+        loss = nn.functional.cross_entropy(probe(feats), labels)
+        opt.zero_grad()
+        loss.backward()  # <- backward
+        opt.step()
+
+
+if __name__ == "__main__":
+    main(torch.randn(8, 64, device="cuda"), torch.zeros(8, dtype=torch.long, device="cuda"))
+"""
+
+
+def test_a_program_that_opens_an_autocast_region_anywhere_has_no_fp32_loop(tmp_path: Path) -> None:
+    """AMP001 is for loops of programs with no mixed precision anywhere: features extracted once
+    under autocast, then a probe trained in float32 on them, is such a program's deliberate fp32
+    loop (before, only autocast regions the loop itself ran counted). The same loop in another
+    script of the repository, with no autocast, is reported."""
+    plain = _CACHED_FEATURES.replace(', torch.autocast("cuda", dtype=torch.bfloat16)', "")
+    files = {"probe_cached.py": _CACHED_FEATURES, "probe_plain.py": plain}
+    assert _codes_in_project(tmp_path, files, "AMP001") == \
+        [f"probe_plain.py:{_line_of(plain, '# <- backward')}: AMP001"]

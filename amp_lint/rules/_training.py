@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import ast
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Set, Tuple
 
 from amp_lint.engine.checker import CheckContext
 from amp_lint.engine.fixing import FixPlan
@@ -30,23 +30,34 @@ def in_test(ancestors: Sequence[ast.AST]) -> bool:
     return False
 
 
-def framework_precision(ctx: CheckContext, step: Optional[TrainingStep] = None) -> List[Tuple[str, Optional[str]]]:
-    """(kind, precision) of the frameworks that own mixed precision anywhere in the program; with
-    ``step``, in the programs that run it (a repository of several scripts, each its own program:
-    the DeepSpeed of one does not train the plain loop of another). A step at a file's top level
-    runs in that file's program; one in a function that some analysis reached with no caller (a
-    function nothing calls) may be run by any of them."""
-    if step is None:
-        return ctx.facts.frameworks()
-    entries = set()
+def programs_of(step: TrainingStep) -> Optional[Set[str]]:
+    """The files whose run reaches ``step`` (a repository of several scripts: each its own program);
+    a step at a file's top level runs in that file's program. None where some analysis reached it
+    with no caller (a function nothing calls): any program may run it."""
+    entries: Set[str] = set()
     for obs in step.backward.observations:
         if obs.record.stack:
             entries.add(obs.record.stack[0].path)
         elif isinstance(obs.record.scope, ast.Module):
             entries.add(obs.record.module.relpath)
         else:
-            return ctx.facts.frameworks()
-    return ctx.facts.frameworks(entries)
+            return None
+    return entries
+
+
+def framework_precision(ctx: CheckContext, step: Optional[TrainingStep] = None) -> List[Tuple[str, Optional[str]]]:
+    """(kind, precision) of the frameworks that own mixed precision anywhere in the program; with
+    ``step``, in the programs that run it (the DeepSpeed of one script does not train the plain loop
+    of another)."""
+    entries = programs_of(step) if step is not None else None
+    return ctx.facts.frameworks(entries) if entries is not None else ctx.facts.frameworks()
+
+
+def autocast_in_program(ctx: CheckContext, step: TrainingStep) -> bool:
+    """Whether the programs that run ``step`` open an autocast region somewhere (features extracted
+    under autocast for a probe trained in float32): mixed precision is not absent from them."""
+    entries = programs_of(step)
+    return entries is not None and bool(entries & ctx.facts.autocast_programs())
 
 
 def optimizes_plain_tensors(step: TrainingStep) -> bool:

@@ -291,6 +291,11 @@ class Facts:
         return [(kind, precision) for kind, precision, _, entry in self.interpreter.frameworks
                 if entries is None or entry is None or entry in entries]
 
+    def autocast_programs(self) -> Set[str]:
+        """The files whose run opened an autocast region (the outermost caller's file, or the file
+        whose top level opened it)."""
+        return self.interpreter.autocast_programs
+
     def opens_autocast(self, call: ast.AST) -> bool:
         """Whether an autocast region was entered inside the call ``call`` (a feature extractor whose
         forward runs under ``torch.autocast``)."""

@@ -248,6 +248,8 @@ class Interpreter:
         self.autocast_calls: Set[int] = set()
         #: an autocast region was entered in the function being analysed (its summary's ``autocasts``)
         self.autocasted = False
+        #: the files whose run opened an autocast region (outermost caller's, or the top level's)
+        self.autocast_programs: Set[str] = set()
         #: internal errors met (path, line, description): the code there is left unknown
         self.errors: List[Tuple[str, int, str]] = []
         #: id of a ``map(f, ...)`` call -> the node its calls of ``f`` are made at (see torch_api._map)
@@ -1051,6 +1053,8 @@ class Interpreter:
             if new_state is not None:  # the calls running this one open an autocast region
                 self.autocast_calls.update(site.node_id for site in frame.stack)
                 self.autocasted = True
+                if frame.stack or frame.info is None:
+                    self.autocast_programs.add(frame.stack[0].path if frame.stack else frame.module.relpath)
             frame.env = dict(before)
             frame.state, frame.autocast_origin = new_state, new_origin
             frame.record = self._record(record.scope, record.module, new_state, record.stack, record.context_free,
@@ -2279,6 +2283,8 @@ class Interpreter:
         if found.autocasts:
             self.autocast_calls.update(site.node_id for site in stack)
             self.autocasted = True
+            if stack:
+                self.autocast_programs.add(stack[0].path)
         return found
 
 
