@@ -4149,3 +4149,28 @@ def test_a_program_that_opens_an_autocast_region_anywhere_has_no_fp32_loop(tmp_p
     files = {"probe_cached.py": _CACHED_FEATURES, "probe_plain.py": plain}
     assert _codes_in_project(tmp_path, files, "AMP001") == \
         [f"probe_plain.py:{_line_of(plain, '# <- backward')}: AMP001"]
+
+
+def test_a_partial_binding_star_args_joins_with_another_partial(tmp_path: Path) -> None:
+    """``functools.partial(f, *extra)`` on one branch and ``functools.partial(f, 1)`` on the other:
+    the ``*extra`` is bound as an unknown collection, so the joined partial still calls ``act`` on
+    the half output (before, it stood in the bound arguments as a Star, which is no value: here the
+    call gave an unknown value, and in safari's files the join raised, leaving them unanalysed)."""
+    code = """
+    import functools
+    import torch
+    import torch.nn as nn
+
+    def act(x, *rest):
+        return torch.relu(x)
+
+    def build(extra, flag):
+        fn = functools.partial(act, *extra) if flag else functools.partial(act, 1)
+        net = nn.Linear(8, 8).cuda().half()
+        out = fn(net(torch.randn(2, 8, device="cuda").half()))
+        return torch.softmax(out, dim=-1)  # <- softmax
+
+    build((1, 2), input() == "y")
+    """
+    assert _codes_in_project(tmp_path, {"m.py": code}, "AMP201") == \
+        [f"m.py:{_line_of(code, '# <- softmax')}: AMP201"]

@@ -1060,7 +1060,10 @@ def call_ext(interp: "Interpreter", frame: "Frame", qualified: str, args: List[V
     if library is not None:
         return library_call(interp, frame, library, args, kwargs, node)
     if qualified == "functools.partial" and args and not _is_star(args[0]):
-        return obj("partial", func=args[0], args=Seq(tuple(args[1:])), kwargs=DictVal(tuple(kwargs.items())))
+        # bound ``*args`` (a Star is no value: it cannot sit in a Seq that may be joined) leave the
+        # bound arguments unknown, passed on as ``*`` of an unknown collection
+        bound = Coll(UNKNOWN) if any(_is_star(a) for a in args[1:]) else Seq(tuple(args[1:]))
+        return obj("partial", func=args[0], args=bound, kwargs=DictVal(tuple(kwargs.items())))
     if qualified == "collections.OrderedDict" and len(positional) <= 1:
         return dict_of(positional[0] if positional else None, kwargs)
     if qualified == "collections.namedtuple":
@@ -1884,7 +1887,7 @@ def call_obj(interp: "Interpreter", frame: "Frame", value: Obj, args: List[Value
     if value.kind == "partial":  # ``functools.partial(f, *bound, **fixed)(*rest, **more)``
         bound, fixed = value.get("args"), value.get("kwargs")
         func = value.get("func") or UNKNOWN
-        before = list(bound.items) if isinstance(bound, Seq) else []
+        before = list(bound.items) if isinstance(bound, Seq) else [Star(bound)] if isinstance(bound, Coll) else []
         merged = dict(fixed.items) if isinstance(fixed, DictVal) else {}
         merged.update(kwargs)
         result = interp.call(func, before + list(args), merged, frame, node)

@@ -113,6 +113,11 @@ def _export_files(git_dir: Path, commit: str, target: Path, suffixes: Tuple[str,
             path.write_bytes(blob.stdout)
 
 
+#: the analysis's internal errors met while scoring (each leaves a file unanalysed: the figures
+#: are then incomplete, and the scorer says so)
+INTERNAL_ERRORS: List[str] = []
+
+
 def check(root: Path):
     """Findings of ``amp-lint check --select ALL`` over the repository root, as (path, row, code, message)."""
     from amp_lint.config import Settings
@@ -129,6 +134,8 @@ def check(root: Path):
         os.chdir(cwd)
     out = []
     for report in reports:
+        if report.warning and "internal error" in report.warning:
+            INTERNAL_ERRORS.append(report.warning)
         for finding in report.findings:
             out.append((Path(finding.filename).as_posix().lstrip("./") if finding.filename.startswith("./")
                         else Path(finding.filename).as_posix(), finding.location.row, finding.code, finding.message))
@@ -232,6 +239,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"{name}xx   {t.tp:4d} {t.fp:4d} {t.fn:4d} {t.unlabelled:6d}  {_ratio(t.precision):>9s}  {_ratio(t.recall)}")
     if stale:
         print(f"({stale} labels not scored: their line changed)")
+    if INTERNAL_ERRORS:
+        print(f"({len(INTERNAL_ERRORS)} analysis internal errors: files left unanalysed, figures incomplete;"
+              " AMP_LINT_DEBUG=1 raises them)")
+        return 1
     return 0
 
 
