@@ -45,19 +45,15 @@ def programs_of(step: TrainingStep) -> Optional[Set[str]]:
     return entries
 
 
-def framework_precision(ctx: CheckContext, step: Optional[TrainingStep] = None) -> List[Tuple[str, Optional[str]]]:
-    """(kind, precision) of the frameworks that own mixed precision anywhere in the program; with
-    ``step``, in the programs that run it (the DeepSpeed of one script does not train the plain loop
-    of another)."""
-    entries = programs_of(step) if step is not None else None
-    return ctx.facts.frameworks(entries) if entries is not None else ctx.facts.frameworks()
-
-
-def autocast_in_program(ctx: CheckContext, step: TrainingStep) -> bool:
-    """Whether the programs that run ``step`` open an autocast region somewhere (features extracted
-    under autocast for a probe trained in float32): mixed precision is not absent from them."""
+def mixed_precision_in_program(ctx: CheckContext, step: TrainingStep) -> bool:
+    """Whether the programs that run ``step`` have mixed precision elsewhere: a framework that owns it
+    (the DeepSpeed of one script does not train the plain loop of another), or an autocast region
+    they open anywhere (features extracted under autocast for a probe trained in float32). A step
+    no one program is known to run may be run by any: only frameworks count for it."""
     entries = programs_of(step)
-    return entries is not None and bool(entries & ctx.facts.autocast_programs())
+    if entries is None:
+        return bool(ctx.facts.frameworks())
+    return bool(ctx.facts.frameworks(entries)) or bool(entries & ctx.facts.autocast_programs())
 
 
 def optimizes_plain_tensors(step: TrainingStep) -> bool:

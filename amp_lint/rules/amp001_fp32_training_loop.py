@@ -5,7 +5,7 @@ from amp_lint.findings import Applicability, Severity
 from amp_lint.semantics.values import HALF
 from amp_lint.rules._migration import Migration
 from amp_lint.rules._training import (
-    autocast_in_program, framework_precision, in_test, optimizes_plain_tensors, training_model,
+    in_test, mixed_precision_in_program, optimizes_plain_tensors, training_model,
 )
 from amp_lint.rules.base import Invalid, Rule, Valid
 
@@ -22,8 +22,7 @@ class Fp32TrainingLoop(Rule):
     ## What it does
     Finds training loops (a loss's `.backward()` and an optimizer's `step()` after it, in a
     `for`/`while` loop or a training-step function) that run in fp32: nothing in the loop runs
-    under autocast (nor inside the calls it makes), the program that runs it opens no autocast
-    region anywhere (a probe trained in fp32 on features extracted under autocast is deliberate),
+    under autocast, the program that runs it opens no autocast region anywhere (a probe trained in fp32 on features extracted under autocast is deliberate),
     the model is not cast to half, no GradScaler scales the loss, and no framework
     (accelerate, Lightning, Hugging Face `Trainer`, DeepSpeed, FSDP mixed precision) owns the
     precision in the program that runs the loop. In a repository of several scripts each script
@@ -305,8 +304,7 @@ class Fp32TrainingLoop(Rule):
     def finish(self) -> None:
         model = training_model(self.ctx)
         for step in model.steps:
-            if in_test(step.backward.ancestors) or framework_precision(self.ctx, step) \
-                    or autocast_in_program(self.ctx, step):
+            if in_test(step.backward.ancestors) or mixed_precision_in_program(self.ctx, step):
                 continue
             if step.apex_with is not None or step.graph & HALF or model.autocast_inside(step.container):
                 continue

@@ -296,11 +296,6 @@ class Facts:
         whose top level opened it)."""
         return self.interpreter.autocast_programs
 
-    def opens_autocast(self, call: ast.AST) -> bool:
-        """Whether an autocast region was entered inside the call ``call`` (a feature extractor whose
-        forward runs under ``torch.autocast``)."""
-        return id(call) in self.interpreter.autocast_calls
-
     def steps_an_optimizer(self, call: ast.AST) -> bool:
         """Whether an optimizer's ``step()`` ran inside the call ``call`` (``opt.step_and_update_lr()``)."""
         return id(call) in self.interpreter.stepping_calls

@@ -244,8 +244,6 @@ class Interpreter:
         self.stepping_calls: Set[int] = set()
         #: an optimizer stepped in the function being analysed (for its summary's ``steps``)
         self.stepped = False
-        #: ids of calls inside which an autocast region was entered (a module whose forward opens one)
-        self.autocast_calls: Set[int] = set()
         #: an autocast region was entered in the function being analysed (its summary's ``autocasts``)
         self.autocasted = False
         #: the files whose run opened an autocast region (outermost caller's, or the top level's)
@@ -1050,8 +1048,7 @@ class Interpreter:
         out: Optional[Dict[str, Value]] = None
         alive_any = False
         for new_state, new_origin in states:
-            if new_state is not None:  # the calls running this one open an autocast region
-                self.autocast_calls.update(site.node_id for site in frame.stack)
+            if new_state is not None:  # the program running this opens an autocast region
                 self.autocasted = True
                 if frame.stack or frame.info is None:
                     self.autocast_programs.add(frame.stack[0].path if frame.stack else frame.module.relpath)
@@ -2281,7 +2278,6 @@ class Interpreter:
             self.stepping_calls.update(site.node_id for site in stack)
             self.stepped = True
         if found.autocasts:
-            self.autocast_calls.update(site.node_id for site in stack)
             self.autocasted = True
             if stack:
                 self.autocast_programs.add(stack[0].path)

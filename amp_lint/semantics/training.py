@@ -15,7 +15,7 @@ from amp_lint.data import training as trainingdata
 from amp_lint.semantics.facts import Facts, Observation
 from amp_lint.semantics.interpreter import presence_subject
 from amp_lint.semantics.values import (
-    HALF, UNKNOWN, Ext, Method, Obj, Tensor, Value, options,
+    UNKNOWN, Ext, Method, Obj, Tensor, Value, options,
 )
 
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -250,13 +250,10 @@ class TrainingModel:
         return out
 
     def autocast_inside(self, container: Optional[ast.AST]) -> int:
-        """Half dtypes of the autocast regions code inside ``container`` ran in (0: none); a call
-        that opens one inside it (a module whose forward runs under autocast) counts as half."""
+        """Half dtypes of the autocast regions code inside ``container`` ran in (0: none)."""
         out = 0
         for node in ast.walk(container if container is not None else self.tree):
             if isinstance(node, ast.Call):
-                if self.facts.opens_autocast(node):
-                    out |= HALF
                 for obs in self.observations(node):
                     state = obs.state
                     if state is not None:
