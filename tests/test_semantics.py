@@ -2773,6 +2773,99 @@ def test_a_loop_over_the_parameters_that_casts_each_casts_the_module(tmp_path: P
     assert [ctx["d"] for ctx in values] == ["module torch.nn.Linear with float32 parameters"]
 
 
+def test_a_loop_over_the_layers_that_casts_each_casts_the_module(tmp_path: Path) -> None:
+    """``for m in model.modules(): m.half()`` casts the model as ``model.apply`` of the loop's body
+    would, also where the body keeps norms in float32 by a test of the project's own norm class
+    (a layer of another kind is never one), and inside ``__init__`` on ``self``; ``self.half()`` in
+    ``__init__`` builds the instance cast. A loop that casts only under a test nobody decides, or
+    that breaks out, casts nothing."""
+    code = """
+    import torch
+    import torch.nn as nn
+
+    class GhostNorm(nn.BatchNorm1d):
+        pass
+
+    class Tower(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(16, 16)
+            self.norm = GhostNorm(16)
+            for layer in self.modules():
+                if isinstance(layer, GhostNorm):
+                    layer.float()
+                else:
+                    layer.half()
+
+    class Halved(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(16, 16)
+            self.half()
+
+    a = nn.Sequential(nn.Linear(16, 16), nn.ReLU())
+    for m in a.modules():
+        m.half()
+    b = nn.Sequential(nn.Linear(16, 16), nn.ReLU())
+    for m in b.children():
+        if m.training:
+            m.half()
+    c = nn.Sequential(nn.Linear(16, 16), nn.ReLU())
+    for m in c.modules():
+        m.half()
+        break
+    t = Tower()
+    h = Halved()
+    print(a, b, c, t, h)  # <-
+    """
+    values = values_at(tmp_path, {"m.py": code}, "m.py", "# <-")
+    assert [ctx["a"] for ctx in values] == ["module torch.nn.Sequential with float16 parameters"]
+    assert [ctx["b"] for ctx in values] == ["module torch.nn.Sequential with float32 parameters"]
+    assert [ctx["c"] for ctx in values] == ["module torch.nn.Sequential with float32 parameters"]
+    [tower] = [ctx["t"] for ctx in values]  # every kind of layer but the norm the test keeps float32
+    assert tower.startswith("module Tower with float16 parameters in its ") and tower.endswith(" layers")
+    kinds = tower[len("module Tower with float16 parameters in its "):-len(" layers")].split(", ")
+    assert "Linear" in kinds and "BatchNorm2d" in kinds and "BatchNorm1d" not in kinds
+    assert [ctx["h"] for ctx in values] == ["module Halved with float16 parameters"]
+    trained = code.replace("print(a, b, c, t, h)  # <-", """
+    opt = torch.optim.SGD(t.parameters(), lr=0.1)
+    loss = t.proj(torch.randn(4, 16)).pow(2).mean()
+    loss.backward()
+    opt.step()
+    """)
+    assert _codes_in_project(tmp_path, {"m.py": trained}, "AMP101") == ["m.py:16: AMP101"]
+
+
+def test_an_entry_point_nobody_calls_runs_the_factory_its_parameter_defaults_to(tmp_path: Path) -> None:
+    """A library's entry point that no code of the project calls (``def fit(..., build=build_half)``)
+    is analysed with unknown arguments, except a parameter whose default is a function or class of
+    the project: a caller who leaves it out runs that, so the model it builds is trained there."""
+    files = {
+        "kit/__init__.py": "",
+        "kit/nets.py": """
+        import torch.nn as nn
+
+        def build_half():
+            net = nn.Sequential(nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 10))
+            return net.half()
+        """,
+        "kit/loop.py": """
+        import torch
+        import torch.nn.functional as F
+        from kit.nets import build_half
+
+        def fit(batches, lr=0.1, build=build_half):
+            model = build()
+            opt = torch.optim.SGD(model.parameters(), lr=lr)
+            for x, y in batches:
+                loss = F.cross_entropy(model(x), y)
+                loss.backward()
+                opt.step()
+        """,
+    }
+    assert _codes_in_project(tmp_path, files, "AMP101,AMP202") == ["kit/loop.py:9: AMP202", "kit/nets.py:5: AMP101"]
+
+
 def test_a_loop_else_runs_only_when_the_loop_ends_without_break(tmp_path: Path) -> None:
     """``for ...: if found: net = ...; break`` then ``else: raise`` (a lookup that fails loudly): the
     code after the loop is reached by the breaks. Before, the ``else`` ran after every exit, so a

@@ -229,6 +229,8 @@ class Interpreter:
         self.probing_layers = False
         #: per frame running ``for p in X.parameters():`` that stores ``p.data``: (``X``, those stores)
         self.parameter_loops: Dict[int, Tuple[ast.AST, FrozenSet[int]]] = {}
+        #: the body of each ``for m in model.modules():`` loop that casts ``m``, as a function of ``m``
+        self.layer_loops: Dict[int, FunctionInfo] = {}
         self.parameter_casts: Dict[int, Tuple[Value, ast.AST]] = {}  # the last ``p.data = <half>`` of such a loop
 
         #: optimizers built over half parameters: (optimizer site, origin of the half dtype)
@@ -473,6 +475,9 @@ class Interpreter:
                 state, origin = option
                 break
         env = dict(zip(names, values))
+        for name, value in info.default_values.items():  # ``make_net=make_net94``: the factory it runs by default
+            if env.get(name) is UNKNOWN and isinstance(value, (FuncVal, ClassVal)):
+                env[name] = value
         for name, value in info.parametrized.items():  # a test run by pytest with the values it lists
             if env.get(name) is UNKNOWN:
                 env[name] = value
@@ -935,7 +940,11 @@ class Interpreter:
             if isinstance(iterable, Seq) and 0 < len(iterable.items) <= MAX_UNROLLED_ITEMS \
                     and any(_holds_module(item) for item in iterable.items):
                 return self._unrolled(node, frame, iterable.items, elem)
-            return self._loop(node, frame, lambda: self.bind(node.target, elem, frame), None)
+            alive = self._loop(node, frame, lambda: self.bind(node.target, elem, frame), None)
+            layer_loop = _layer_loop(node)
+            if layer_loop is not None:
+                self._cast_by_layer_loop(node, layer_loop[0], layer_loop[1], frame)
+            return alive
         self.parameter_loops[id(frame)] = owner
         try:
             alive = self._loop(node, frame, lambda: self.bind(node.target, elem, frame), None)
@@ -945,6 +954,25 @@ class Interpreter:
         if cast is not None:  # the loop ran over every parameter: none is left as it was
             self._cast_by_parameter_data(owner[0], cast[0], cast[1], frame)
         return alive
+
+    def _cast_by_layer_loop(self, node: ast.For, receiver: ast.AST, cast_site: ast.Call, frame: Frame) -> None:
+        """``for m in model.modules(): ... m.half()`` casts the layers of ``model`` it reaches, as
+        ``model.apply`` of the loop's body would (:func:`torch_api.cast_by_layer_loop`)."""
+        model = self.ev(receiver, frame)
+        if not isinstance(model, Module):
+            return
+        info = self.layer_loops.get(id(node))
+        if info is None:
+            target = node.target.id  # type: ignore[attr-defined]
+            body = ast.FunctionDef(name="<layer loop>", args=ast.arguments(
+                posonlyargs=[], args=[ast.arg(arg=target)], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
+                defaults=[]), body=node.body, decorator_list=[], returns=None, type_params=[])
+            ast.copy_location(body, node)
+            body.end_lineno, body.end_col_offset = node.end_lineno, node.end_col_offset
+            scope = frame.info.qualname + "." if frame.info is not None else ""
+            info = self.layer_loops[id(node)] = FunctionInfo(body, frame.module, scope + "<layer loop>")
+        closure = Closure(frame.env, frame.closure) if frame.info is not None else None
+        torch_api.cast_by_layer_loop(self, frame, model, FuncVal(info, None, closure), node, receiver, cast_site)
 
     def _unrolled(self, node: ast.For, frame: Frame, items: Sequence[Value], elem: Value) -> bool:
         """A ``for`` over a few known items holding modules (``for m in (self.q, self.k):``, the pairs
@@ -2040,7 +2068,11 @@ class Interpreter:
         instance: Value = Module(cls, F32) if info.is_module else Instance(cls)
         init = self.class_lookup(info, "__init__")
         if isinstance(init, FunctionInfo):
-            self.call_function(init, instance, args, kwargs, frame, node)
+            changed: Dict[int, Value] = {}
+            self.call_function(init, instance, args, kwargs, frame, node, changed=changed)
+            built = changed.get(0)
+            if isinstance(instance, Module) and isinstance(built, Module) and built.cls == cls:
+                instance = built  # ``self.half()`` in ``__init__``: the instance is built cast
         elif getattr(info, "is_dataclass", False) or any(getattr(c, "is_dataclass", False) for c in self.mro(info)):
             own = self._dataclass_fields(info, args, kwargs)
             if isinstance(instance, Instance) and own is not None:
@@ -3152,6 +3184,34 @@ def _half_side(a: Value, b: Value, before: Optional[Value] = None) -> int:
     if graph_b and not graph_a and not half_a:
         return 2
     return 0
+
+
+def _layer_loop(node: ast.For) -> Optional[Tuple[ast.AST, ast.Call]]:
+    """``for m in X.modules():`` (or ``X.children()``) whose body casts ``m`` (``m.half()``,
+    ``m.to(...)``), with no ``break``, ``continue``, ``return`` or ``yield`` in it: (``X``, the
+    first cast call)."""
+    call = node.iter
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and not call.args
+            and not call.keywords and call.func.attr in ("modules", "children") and isinstance(node.target, ast.Name)):
+        return None
+    target = node.target.id
+    cast: Optional[ast.Call] = None
+    for stmt in node.body:
+        for sub in ast.walk(stmt):
+            if isinstance(sub, _LOOP_EXITS):
+                return None
+            if cast is None and isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) \
+                    and sub.func.attr in _LAYER_CASTS and isinstance(sub.func.value, ast.Name) \
+                    and sub.func.value.id == target:
+                cast = sub
+    return (call.func.value, cast) if cast is not None else None
+
+
+#: statements that leave a loop's body early, or make it a generator or another scope
+_LOOP_EXITS = (ast.Break, ast.Continue, ast.Return, ast.Yield, ast.YieldFrom, ast.Await, ast.Global, ast.Nonlocal,
+               ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+#: the methods that cast a layer in place
+_LAYER_CASTS = frozenset({"half", "bfloat16", "to", "type"})
 
 
 def _parameter_loop(node: ast.For) -> Optional[Tuple[ast.AST, FrozenSet[int]]]:

@@ -730,14 +730,16 @@ PROBED_LAYERS = tuple(name for name, kind in optable.MODULE_KINDS.items()
                       if kind in ("params", "embedding") and not name.startswith("Lazy"))
 
 
-def _apply_to_layers(interp: "Interpreter", frame: "Frame", module: Module, fn: Value, node: Optional[ast.AST]) -> Value:
+def _apply_to_layers(interp: "Interpreter", frame: "Frame", module: Module, fn: Value, node: Optional[ast.AST],
+                     receiver: Optional[ast.AST] = None, cast_site: Optional[ast.AST] = None) -> Value:
     """``model.apply(fn)`` runs ``fn`` on every layer. Where ``fn`` casts every layer it is given to
     half (``layer.half()``, ``layer.weight.data = layer.weight.data.half()`` on every path), the
     model computes in half afterwards, as after ``model.half()``; the receiver expression is
     rebound. A converter that casts only some kinds of layer (``if isinstance(layer, nn.Linear):``)
     is run once more on a layer of each ``torch.nn`` class: the cast reaches the classes it casts on
     every path (:attr:`Module.kinds`), and the other layers (norms, embeddings, a module's own
-    parameters) keep their dtype."""
+    parameters) keep their dtype. ``receiver`` (the expression rebound) and ``cast_site`` (where
+    the cast is reported) default to ``model`` and the ``apply`` call."""
     half, every_layer = _casts_to_half(interp, frame, fn, Module(None, module.cast, module.cast_unknown, module.origin),
                                        node)
     kinds: FrozenSet[str] = frozenset()
@@ -753,9 +755,17 @@ def _apply_to_layers(interp: "Interpreter", frame: "Frame", module: Module, fn: 
         kinds |= _named_attributes(fn)
     elif not half:
         return module
-    result = module.cast_to(half, module_cast_origin(frame, node), kinds)
-    cast_in_place(interp, frame, module, result, _receiver(node))
+    result = module.cast_to(half, module_cast_origin(frame, cast_site or node), kinds)
+    cast_in_place(interp, frame, module, result, receiver if receiver is not None else _receiver(node))
     return result
+
+
+def cast_by_layer_loop(interp: "Interpreter", frame: "Frame", module: Module, body: Value, loop: ast.For,
+                       receiver: ast.AST, cast_site: ast.AST) -> None:
+    """``for m in model.modules(): ... m.half()``: the loop's ``body`` (a function of the loop
+    variable, closing over the loop's scope) is a converter run on every layer, as by
+    ``model.apply``; the cast is reported at ``cast_site`` (the ``m.half()`` call)."""
+    _apply_to_layers(interp, frame, module, body, loop.iter, receiver, cast_site)
 
 
 def _named_attributes(fn: Value) -> FrozenSet[str]:
@@ -1338,16 +1348,24 @@ def make_optimizer(qualified: str, positional: List[Value], kwargs: Dict[str, Va
                master=Scalar("bool", False), site=Scalar("str", site))
 
 
-def layer_isinstance(value: Value, classes: Value) -> Optional[bool]:
+def layer_isinstance(interp: "Interpreter", value: Value, classes: Value) -> Optional[bool]:
     """``isinstance(layer, (nn.Linear, nn.Conv2d))`` for a ``torch.nn`` layer of a known class (only
     while a converter is tried on each kind of layer: deciding these tests everywhere changed which
     paths other code takes, and lost findings on timm that a blind triage had judged true), tested
-    against ``torch.nn`` layer classes (``MODULE_KINDS``, none a subclass of another) or ``nn.Module``;
-    None where the answer is not known (a user class, a subclass, another library's class)."""
+    against ``torch.nn`` layer classes (``MODULE_KINDS``, none a subclass of another) or ``nn.Module``,
+    or a project class built on one (``class BatchNorm(nn.BatchNorm2d)``: a layer of another kind is
+    none, one of that kind may be); None where the answer is not known (another library's class)."""
     layers = options(value)
     tested = classes.items if isinstance(classes, Seq) else (classes,)
-    names = []
+    names: List[str] = []
+    subclassed: Set[str] = set()  # kinds a tested project class derives from: the answer is unknown
     for cls in tested:
+        if isinstance(cls, ClassVal):
+            bases = _layer_bases(interp, cls)
+            if not bases:
+                return None
+            subclassed |= bases
+            continue
         if not isinstance(cls, Ext) or not cls.name.startswith("torch.nn."):
             return None
         short = cls.name.rsplit(".", 1)[-1]
@@ -1359,8 +1377,31 @@ def layer_isinstance(value: Value, classes: Value) -> Optional[bool]:
         short = layer.layer_name if isinstance(layer, Module) else None
         if short is None or short not in optable.MODULE_KINDS or short.startswith("Lazy"):
             return None
-        answers.add("Module" in names or short in names)
+        if "Module" in names or short in names:
+            answers.add(True)
+        elif short in subclassed:
+            return None
+        else:
+            answers.add(False)
     return answers.pop() if len(answers) == 1 else None
+
+
+def _layer_bases(interp: "Interpreter", cls: ClassVal) -> Set[str]:
+    """The ``torch.nn`` layer classes (``MODULE_KINDS``) a project class derives from; empty where
+    one of its bases is neither a project class nor a ``torch.nn`` layer class (``nn.Module``,
+    another library's class): a layer of any kind might then be one."""
+    found: Set[str] = set()
+    for info in interp.mro(cls.info):
+        for base in info.bases:
+            for option in options(base):
+                if isinstance(option, ClassVal):
+                    continue
+                short = option.name.rsplit(".", 1)[-1] if isinstance(option, Ext) and option.name.startswith(
+                    "torch.nn.") else None
+                if short is None or short not in optable.MODULE_KINDS:
+                    return set()
+                found.add(short)
+    return found
 
 
 #: the builtin container classes ``isinstance`` is decided for (:func:`container_isinstance`)
@@ -1761,7 +1802,7 @@ def call_builtin(interp: "Interpreter", frame: "Frame", name: str, args: List[Va
     if name == "dict":
         return dict_of(first if positional else None, kwargs)
     if name == "isinstance" and len(positional) == 2 and interp.probing_layers:
-        return Scalar("bool", layer_isinstance(first, positional[1]))
+        return Scalar("bool", layer_isinstance(interp, first, positional[1]))
     if name == "isinstance" and len(positional) == 2:
         answer = container_isinstance(first, positional[1])
         if answer is not None:
