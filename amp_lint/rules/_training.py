@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 from typing import List, Optional, Sequence, Set, Tuple
 
+from amp_lint.data import ops as opdata
 from amp_lint.engine.checker import CheckContext
 from amp_lint.engine.fixing import FixPlan
 from amp_lint.rules._migration import Migration
@@ -54,6 +55,21 @@ def mixed_precision_in_program(ctx: CheckContext, step: TrainingStep) -> bool:
     if entries is None:
         return bool(ctx.facts.frameworks())
     return bool(ctx.facts.frameworks(entries)) or bool(entries & ctx.facts.autocast_programs())
+
+
+def backward_of_a_new_tensor(ctx: CheckContext, step: TrainingStep) -> bool:
+    """``torch.empty(1, requires_grad=True).backward()``: the backward of a tensor a factory has just
+    made (warming autograd up before the run) goes through no network and trains nothing."""
+    node = step.backward.node
+    receiver = node.func.value if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) else None
+    if not isinstance(receiver, ast.Call):
+        return False
+    return any(name.startswith("torch.") and opdata.RESULT_KINDS.get(name[len("torch."):]) in _NEW_TENSOR_KINDS
+               for name in ctx.callee(receiver).names)
+
+
+#: how the torch functions that make a tensor from sizes or data type their result (:data:`ops.RESULT_KINDS`)
+_NEW_TENSOR_KINDS = frozenset({opdata.FACTORY, opdata.FACTORY_INT, opdata.INFER})
 
 
 def optimizes_plain_tensors(step: TrainingStep) -> bool:

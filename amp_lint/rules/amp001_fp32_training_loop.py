@@ -5,7 +5,7 @@ from amp_lint.findings import Applicability, Severity
 from amp_lint.semantics.values import HALF
 from amp_lint.rules._migration import Migration
 from amp_lint.rules._training import (
-    in_test, mixed_precision_in_program, optimizes_plain_tensors, training_model,
+    backward_of_a_new_tensor, in_test, mixed_precision_in_program, optimizes_plain_tensors, training_model,
 )
 from amp_lint.rules.base import Invalid, Rule, Valid
 
@@ -105,6 +105,17 @@ class Fp32TrainingLoop(Rule):
         loss = model(x).sum()
         loss.backward()
         saliency = x.grad.abs()
+        """),
+        Valid("""
+        import torch
+        # autograd's threads started before the run: a new tensor's backward trains nothing
+        torch.zeros(1, device="cuda", requires_grad=True).backward()
+        model = Net().cuda().bfloat16()
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        for x in loader:
+            loss = model(x).float().pow(2).mean()
+            loss.backward()
+            optimizer.step()
         """),
     ]
     INVALID = [
@@ -310,8 +321,8 @@ class Fp32TrainingLoop(Rule):
                 continue
             if any(t.scaled for t in step.loss_tensors()):
                 continue  # hand-rolled loss scaling: mixed precision by hand
-            if optimizes_plain_tensors(step):
-                continue  # a latent or an input optimised through a frozen network
+            if optimizes_plain_tensors(step) or backward_of_a_new_tensor(self.ctx, step):
+                continue  # a latent or an input optimised through a frozen network; autograd warmed up
             scaled = bool(step.scaled or step.scaler_steps)
             migration = Migration(self.ctx, model, step, scaler=not scaled)
             plan, reason = migration.plan()
