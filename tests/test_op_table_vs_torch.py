@@ -21,7 +21,7 @@ from typing import Dict, Optional, Tuple
 
 import pytest
 
-from amp_lint.data.ops import CUDA_SINCE, FP32, LOWER, OPS
+from amp_lint.data.ops import CUDA_SINCE, DECOMPOSED_OPS, FP32, LOWER, OPS
 
 torch = pytest.importorskip("torch")
 
@@ -147,6 +147,19 @@ def on_cpu() -> Dict[str, Dict[str, str]]:
 
 def test_every_row_of_the_table_has_a_probe() -> None:
     assert set(PROBES) == set(OPS) and set(CUDA_SINCE) <= set(OPS)
+
+
+def test_each_decomposed_op_has_no_kernel_nor_autocast_rule_of_its_own() -> None:
+    """``DECOMPOSED_OPS`` take the row of the op they run as: torch's dispatcher (the CPU build
+    registers the CUDA autocast rules too) has only a ``CompositeImplicitAutograd`` kernel for them
+    and no autocast rule, while the op they decompose into has its own CUDA autocast rule."""
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    for op, target in DECOMPOSED_OPS.items():
+        assert target in OPS and op not in OPS
+        assert has(f"aten::{op}", "CompositeImplicitAutograd")
+        assert not has(f"aten::{op}", "AutocastCUDA") and not has(f"aten::{op}", "AutocastCPU")
+        assert not has(f"aten::{op}", "CPU")
+    assert has("aten::pow.Tensor_Scalar", "AutocastCUDA")
 
 
 def test_the_recording_shows_what_the_cpu_does_not() -> None:

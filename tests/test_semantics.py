@@ -2235,6 +2235,60 @@ def test_a_type_test_on_a_copy_of_a_tensor_narrows_the_tensor(tmp_path: Path) ->
     assert one(tmp_path, code, "# <-", "out") == ["tensor float32"]
 
 
+def test_a_test_of_a_dtype_kept_in_a_name_narrows_the_tensor_it_came_from(tmp_path: Path) -> None:
+    """``dt = gram.dtype`` then ``if dt in (torch.float16, torch.bfloat16): gram = gram.float()``
+    (a kernel that upcasts and later casts back): in the other branch ``gram`` is not half, so the
+    division with a tiny eps runs in float32 on every path. Not where the tensor is bound again
+    between the two statements, nor where the name is bound twice."""
+    code = """
+    import sys
+    import torch
+    import torch.nn as nn
+
+    def normalise(gram, eps=1e-15):
+        dt = gram.dtype
+        if dt in (torch.float16, torch.bfloat16):
+            gram = gram.float()
+        out = gram / (gram.sum(-1, keepdim=True) + eps)  # <-
+        return out.to(dt)
+
+    def rebound(gram, other):
+        dt = gram.dtype
+        gram = other
+        if dt in (torch.float16, torch.bfloat16):
+            gram = gram.float()
+        return gram  # <-
+
+    net = nn.Linear(4, 4)
+    if sys.argv[1] == "fp16":
+        net = net.half()
+    h = net(torch.randn(2, 4))
+    normalise(h @ h.T)
+    rebound(h, net(torch.randn(2, 4)))
+    """
+    assert one(tmp_path, code, "+ eps)  # <-", "gram") == ["tensor float32"]
+    assert one(tmp_path, code, "return gram  # <-", "gram") == ["tensor float16 or float32"]
+
+
+def test_square_under_cuda_autocast_runs_as_pow_in_float32(tmp_path: Path) -> None:
+    """``torch.square`` has no kernel of its own: it decomposes into ``pow``, which CUDA autocast
+    runs in float32, so a hand-written norm's mean of squares is no AMP203 there. On the CPU, where
+    ``pow`` is unlisted, it stays half."""
+    code = """
+    import torch
+    proj = torch.nn.Linear(8, 8)
+    x = torch.randn(2, 8)
+    with torch.autocast("cuda", dtype=torch.float16):
+        h = proj(x)
+        var = torch.square(h - h.mean(-1, keepdim=True)).mean(-1)  # <-
+    with torch.autocast("cpu", dtype=torch.float16):
+        g = proj(x)
+        cpu_var = g.square().mean(-1)  # <- cpu
+    """
+    assert one(tmp_path, code, "mean(-1)  # <-", "var") == ["tensor float32"]
+    assert one(tmp_path, code, "# <- cpu", "cpu_var") == ["tensor float16"]
+
+
 def test_a_copy_made_in_a_nested_function_is_no_alias_of_the_tested_tensor(tmp_path: Path) -> None:
     """Only the function's own ``checked = value`` makes a dtype test on ``checked`` hold for
     ``value``: the same assignment inside a nested function is another variable."""

@@ -170,9 +170,19 @@ EPS_OPTIMIZERS: Dict[str, Tuple[float, int]] = {
 }
 
 
+#: Ops with no kernel and no autocast rule of their own (``CompositeImplicitAutograd`` in torch's
+#: dispatcher): they run as the op they decompose into, which autocast then dispatches, so they
+#: take that op's row of ``OPS`` (``torch.square(x)`` is ``torch.pow(x, 2)``: float32 under CUDA
+#: autocast). Checked against the dispatcher by ``tests/test_op_table_vs_torch.py``.
+DECOMPOSED_OPS: Dict[str, str] = {"square": "pow"}
+
+#: Every op autocast has a policy for: the rows of ``OPS`` and the ops that decompose into one.
+AUTOCAST_OPS = frozenset(OPS) | frozenset(DECOMPOSED_OPS)
+
+
 def policy(op: str, device: str) -> Optional[str]:
     """Autocast policy of ``op`` on ``device`` ("cuda"-like or "cpu")."""
-    entry = OPS.get(op)
+    entry = OPS.get(DECOMPOSED_OPS.get(op, op))
     if entry is None:
         return None
     return entry[1] if device == "cpu" else entry[0]

@@ -49,8 +49,9 @@ class OverflowPronePointwiseInFp16(Rule):
     docs = """
     ## What it does
     Finds `exp`/`expm1`/`cosh`/`sinh`, `pow`/`**` with an exponent >= 2 and `square` applied to
-    float16 values where nothing upcasts them (CUDA autocast runs exp and pow in float32; CPU
-    autocast and pure fp16 do not), including the hand-written softmax `exp(x) / exp(x).sum()`.
+    float16 values where nothing upcasts them (CUDA autocast runs exp and pow in float32, and
+    `square`, which has no kernel of its own and runs as `pow(x, 2)`; CPU autocast and pure fp16
+    do not), including the hand-written softmax `exp(x) / exp(x).sum()`.
     The operand must come from a learned layer (a matmul, convolution, embedding or model call,
     through any arithmetic): that is the evidence that its values can be large. Values no layer
     produced (noise levels, timesteps, random draws) and the outputs of bounded ops (sigmoid, tanh,

@@ -2589,10 +2589,12 @@ def _dtype_narrowing(test: ast.AST, frame: Frame) -> Optional[Tuple[str, int, bo
             and len(test.args) == 2 and isinstance(test.args[0], ast.Name):
         name, kinds = test.args[0].id, values.get(id(test.args[1]))
         members = kinds.items if isinstance(kinds, Seq) else (kinds,)
-    elif isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Attribute) \
-            and test.left.attr == "dtype" and isinstance(test.left.value, ast.Name):
+    elif isinstance(test, ast.Compare) and len(test.ops) == 1 and (
+            isinstance(test.left, ast.Attribute) and test.left.attr == "dtype" and isinstance(test.left.value, ast.Name)
+            or isinstance(test.left, ast.Name) and _dtype_of_name(test.left.id, test, frame) is not None):
         op, right = test.ops[0], values.get(id(test.comparators[0]))
-        name = test.left.value.id
+        name = test.left.value.id if isinstance(test.left, ast.Attribute) else _dtype_of_name(  # type: ignore[attr-defined]
+            test.left.id, test, frame)  # type: ignore[attr-defined,assignment]
         if isinstance(op, (ast.In, ast.NotIn)):
             members = right.items if isinstance(right, Seq) else ()
         elif isinstance(op, (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)):
@@ -2608,6 +2610,38 @@ def _dtype_narrowing(test: ast.AST, frame: Frame) -> Optional[Tuple[str, int, bo
     for member in members:
         wanted |= member.dtypes  # type: ignore[union-attr]
     return name, wanted, holds
+
+
+def _dtype_of_name(name: str, test: ast.AST, frame: Frame) -> Optional[str]:
+    """The local tensor whose dtype ``name`` holds (``original_dtype = att_map.dtype``, then a test
+    of ``original_dtype``): ``name`` is bound once in the function, by that statement, before the
+    test, and the tensor is not bound again between the two (None otherwise)."""
+    scope = frame.info.node if frame.info is not None else None
+    if scope is None:
+        return None
+    binding: Optional[ast.Assign] = None
+    for stmt in walk_scope(scope):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)] \
+            if isinstance(stmt, (ast.AugAssign, ast.AnnAssign, ast.For)) else []
+        if any(isinstance(sub, ast.Name) and sub.id == name for t in targets if t is not None for sub in ast.walk(t)):
+            if binding is not None or not isinstance(stmt, ast.Assign):
+                return None
+            binding = stmt
+    if binding is None or len(binding.targets) != 1 or not isinstance(binding.targets[0], ast.Name):
+        return None
+    source = binding.value
+    if not (isinstance(source, ast.Attribute) and source.attr == "dtype" and isinstance(source.value, ast.Name)):
+        return None
+    tensor = source.value.id
+    start, end = binding.lineno, getattr(test, "lineno", 0)
+    if end <= start:
+        return None
+    for stmt in walk_scope(scope):
+        if start < getattr(stmt, "lineno", 0) < end and isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            if any(isinstance(sub, ast.Name) and sub.id == tensor for t in targets for sub in ast.walk(t)):
+                return None
+    return tensor
 
 
 def _aliases(name: str, frame: Frame) -> Tuple[str, ...]:

@@ -146,7 +146,7 @@ MODULE_HOUSEKEEPING = frozenset(_MODULE_METHODS - {"forward", "generate", "__ini
 #: names of tensor operations that no model has as a submodule (``x.pow``, ``x.sum``); layer-like
 #: names (``norm``, ``linear``, ``softmax``, ``*_loss``) may well be submodules and are left out
 _TENSOR_OP_NAMES = frozenset(
-    name for name in set(optable.OPS) | set(optable.RESULT_KINDS) | set(optable.REDUCTIONS)
+    name for name in set(optable.AUTOCAST_OPS) | set(optable.RESULT_KINDS) | set(optable.REDUCTIONS)
     | optable.EXP_OPS | optable.POWER_OPS
     if name not in _MODULE_METHODS and not any(part in name for part in (
         "norm", "loss", "entropy", "soft", "linear", "sample", "interpolate", "prelu", "conv", "attention",
@@ -562,7 +562,7 @@ def _tensor_method(interp: "Interpreter", frame: "Frame", tensor: Tensor, name: 
         if other:
             return Tensor(other[0].dtypes, other[0].unknown, other[0].origin, learned=tensor.learned)
         return Tensor(0, True, learned=tensor.learned)
-    if name in optable.BOUNDED_OPS and name not in optable.OPS:
+    if name in optable.BOUNDED_OPS and name not in optable.AUTOCAST_OPS:
         return replace(plain, learned=False)
     kind = optable.RESULT_KINDS.get(name)
     if kind == optable.INT_RESULT:
@@ -585,7 +585,7 @@ def _tensor_method(interp: "Interpreter", frame: "Frame", tensor: Tensor, name: 
         return Seq((plain, Tensor(INT)))  # (values, indices)
     if name.endswith("_") and not name.startswith("__"):
         return plain  # in place: the receiver's dtype (autocast does not apply)
-    if name in optable.OPS or name in optable.LOSSES:
+    if name in optable.AUTOCAST_OPS or name in optable.LOSSES:
         inputs: List[Value] = [tensor]
         if name in ("matmul", "mm", "bmm", "mv", "dot", "addmm", "baddbmm", "__matmul__"):
             inputs.extend(args[:2])
@@ -1263,7 +1263,7 @@ def _torch_function(interp: "Interpreter", frame: "Frame", qualified: str, short
         # ``einsum("bd,dn->bdn", a, b)``: a broadcast product, which promotes mixed dtypes as ``*`` does
         # (measured, torch 2.13: float16 and float32 give float32; with a summed index it raises)
         return apply_op("mul", inputs, frame)
-    if short in optable.OPS or short in optable.LOSSES or optable.TENSOR_ARGS.get(short) == "seq":
+    if short in optable.AUTOCAST_OPS or short in optable.LOSSES or optable.TENSOR_ARGS.get(short) == "seq":
         functional = qualified.startswith("torch.nn.functional.")
         return _with_origin(apply_op(short, inputs, frame, explicit, functional), frame, node)
     # an unlisted function of a model (``torch.xpu.optimize(model, dtype=...)``) is no tensor op, and
