@@ -1827,6 +1827,65 @@ def _zoo_files() -> Dict[str, str]:
             "zoo/wide.py": _PLUGIN.format(name="wide", cls="Wide", op="sum()")}
 
 
+def test_a_registry_object_filled_by_decorators_is_read_by_a_configured_name(tmp_path: Path) -> None:
+    """An mmcv-style ``Registry`` instance: a decorator (a ``partial`` of its ``add`` method) stores
+    each builder in the instance's dict, under the name given or the function's ``__name__``, and
+    ``BUILDERS.get(kind)`` with a name from the command line is one of the builders stored. The
+    half head it builds is then found."""
+    files = {
+        "detect/__init__.py": "from . import heads\n",
+        "detect/registry.py": """
+        from functools import partial
+
+
+        class Registry:
+            def __init__(self, name):
+                self.name = name
+                self._items = dict()
+
+            def get(self, key):
+                return self._items.get(key)
+
+            def add(self, fn, name=None):
+                if name is None:
+                    name = fn.__name__
+                self._items[name] = fn
+                return fn
+
+            def register(self, name=None):
+                return partial(self.add, name=name)
+
+
+        BUILDERS = Registry("builders")
+        """,
+        "detect/heads.py": """
+        import torch.nn as nn
+        from detect.registry import BUILDERS
+
+
+        @BUILDERS.register()
+        def half_head(width):
+            return nn.Linear(width, width).half()
+        """,
+        "train.py": """
+        import sys
+        import torch
+        from detect.registry import BUILDERS
+
+
+        def main(kind):
+            build = BUILDERS.get(kind)
+            head = build(16)
+            scores = head(torch.randn(4, 16).half())
+            return scores.softmax(-1)
+
+
+        main(sys.argv[1])
+        """,
+    }
+    assert _codes_in_project(tmp_path, files, "AMP201") == ["train.py:10: AMP201"]
+
+
 def test_a_registry_filled_by_class_decorators_in_plugin_modules_is_read_by_name(tmp_path: Path) -> None:
     """``build(args.arch)`` reads a dict that ``@register_arch`` fills in modules the package loads
     with ``importlib.import_module(package + "." + name)`` in a loop: the script's model may be any

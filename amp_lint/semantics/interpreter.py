@@ -1164,6 +1164,8 @@ class Interpreter:
                 if isinstance(option, FuncVal):
                     self.call_function(option.info, option.bound, [target], {}, frame, node, effects=False,
                                        closure=option.closure)
+                elif isinstance(option, Obj) and option.kind == "partial":  # ``partial(self.register, name=...)``
+                    self.call(option, [target], {}, frame, None)
 
     def _s_classdef(self, node: ast.ClassDef, frame: Frame) -> bool:
         info = self.classes.get(id(node))
@@ -1265,6 +1267,19 @@ class Interpreter:
                     if isinstance(genv.get(name), DictVal):
                         items[key] = registry_join((items.get(key), value))
                         genv[name] = DictVal(tuple(items.items()))
+            elif isinstance(container, DictVal) and isinstance(target.value, ast.Attribute) and options(value) \
+                    and all(isinstance(o, (ClassVal, FuncVal)) for o in options(value)):
+                # ``self._module_dict[name] = fn`` in a method of a registry class (mmcv's
+                # ``Registry``): the field's dict keeps every class or function stored in it
+                # under each name known here (``module_name`` or, when None, ``fn.__name__``)
+                names = [o.value for o in options(index) if isinstance(o, Scalar) and isinstance(o.value, str)]
+                items = dict(container.items)
+                for key in names or [None]:
+                    items[key] = registry_join((items.get(key), value))
+                owner = frame.record.values.get(id(target.value.value), UNKNOWN)
+                for option in options(owner):
+                    if _class_info(option) is not None:
+                        self.replace_field(option, target.value.attr, container, DictVal(tuple(items.items())))
         elif isinstance(target, ast.Starred):
             self.bind(target.value, value, frame)
 
@@ -1736,6 +1751,8 @@ class Interpreter:
             return DType(0, True)  # whatever it is, its ``dtype`` is a dtype (``x.to(labels.dtype)`` casts)
         if isinstance(receiver, Ext):
             return torch_api.ext_attr(receiver, name)
+        if name == "__name__" and isinstance(receiver, (ClassVal, FuncVal)):
+            return Scalar("str", receiver.info.name)  # a registry's default key (``cls.__name__``)
         if isinstance(receiver, ModVal):
             return self.module_attr(receiver.info, name)
         if isinstance(receiver, Tensor):

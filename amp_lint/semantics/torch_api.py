@@ -2252,6 +2252,8 @@ def python_method(interp: "Interpreter", frame: "Frame", receiver: Value, name: 
                 return found
             if not receiver.keys_known:  # maybe stored under a key we do not know
                 return UNKNOWN
+            if key is None and receiver.items:  # a key not known here (``REGISTRY.get(args.arch)``):
+                return registry_join(tuple(v for _, v in receiver.items))  # one of them, as ``d[k]`` reads
             return positional[1] if len(positional) > 1 else NONE
         if name in ("pop", "update", "setdefault", "clear", "popitem") and isinstance(node, ast.Call) \
                 and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
