@@ -2606,12 +2606,19 @@ def _dtype_narrowing(test: ast.AST, frame: Frame) -> Optional[Tuple[str, int, bo
             and len(test.args) == 2 and isinstance(test.args[0], ast.Name):
         name, kinds = test.args[0].id, values.get(id(test.args[1]))
         members = kinds.items if isinstance(kinds, Seq) else (kinds,)
-    elif isinstance(test, ast.Compare) and len(test.ops) == 1 and (
-            isinstance(test.left, ast.Attribute) and test.left.attr == "dtype" and isinstance(test.left.value, ast.Name)
-            or isinstance(test.left, ast.Name) and _dtype_of_name(test.left.id, test, frame) is not None):
+    elif isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, (ast.Attribute, ast.Name)):
         op, right = test.ops[0], values.get(id(test.comparators[0]))
-        name = test.left.value.id if isinstance(test.left, ast.Attribute) else _dtype_of_name(  # type: ignore[attr-defined]
-            test.left.id, test, frame)  # type: ignore[attr-defined,assignment]
+        left = test.left
+        if isinstance(left, ast.Attribute) and left.attr == "dtype" and isinstance(left.value, ast.Name):
+            name = left.value.id
+        elif isinstance(left, ast.Name) and right is not None and all(
+                _literal_dtype(m) for m in (right.items if isinstance(right, Seq) else (right,))):
+            found = _dtype_of_name(left.id, test, frame)  # a dtype kept in a name: the tensor it came from
+            if found is None:
+                return None
+            name = found
+        else:
+            return None
         if isinstance(op, (ast.In, ast.NotIn)):
             members = right.items if isinstance(right, Seq) else ()
         elif isinstance(op, (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)):
@@ -2632,10 +2639,17 @@ def _dtype_narrowing(test: ast.AST, frame: Frame) -> Optional[Tuple[str, int, bo
 def _dtype_of_name(name: str, test: ast.AST, frame: Frame) -> Optional[str]:
     """The local tensor whose dtype ``name`` holds (``original_dtype = att_map.dtype``, then a test
     of ``original_dtype``): ``name`` is bound once in the function, by that statement, before the
-    test, and the tensor is not bound again between the two (None otherwise)."""
+    test, and the tensor is not bound again between the two (None otherwise). Read once per test."""
     scope = frame.info.node if frame.info is not None else None
     if scope is None:
         return None
+    key = (f"dtype_of_name {id(scope)}", id(test))  # a test in a loop's body is also in its own scope
+    if key not in frame.module.texts:
+        frame.module.texts[key] = _dtype_of_name_in(name, test, scope)
+    return frame.module.texts[key]
+
+
+def _dtype_of_name_in(name: str, test: ast.AST, scope: ast.AST) -> Optional[str]:
     binding: Optional[ast.Assign] = None
     for stmt in walk_scope(scope):
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)] \
