@@ -2949,6 +2949,28 @@ def test_a_loop_over_the_layers_that_casts_each_casts_the_module(tmp_path: Path)
     assert _codes_in_project(tmp_path, {"m.py": trained}, "AMP101") == ["m.py:16: AMP101"]
 
 
+def test_a_constructor_that_casts_its_argument_in_place_casts_the_callers_model(tmp_path: Path) -> None:
+    """``__init__`` casting a module it is given (``inner.half()``) changes the caller's module, as
+    any function's in-place cast of an argument does, while what ``__init__`` does to ``self`` goes
+    to the instance built."""
+    code = """
+    import torch.nn as nn
+
+    class Wrapper(nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            inner.half()
+            self.inner = inner
+
+    inner = nn.Linear(8, 8)
+    w = Wrapper(inner)
+    print(inner, w)  # <-
+    """
+    values = values_at(tmp_path, {"m.py": code}, "m.py", "# <-")
+    assert [ctx["inner"] for ctx in values] == ["module torch.nn.Linear with float16 parameters"]
+    assert [ctx["w"] for ctx in values] == ["module Wrapper with float32 parameters"]
+
+
 def test_an_entry_point_nobody_calls_runs_the_factory_its_parameter_defaults_to(tmp_path: Path) -> None:
     """A library's entry point that no code of the project calls (``def fit(..., build=build_half)``)
     is analysed with unknown arguments, except a parameter whose default is a function or class of

@@ -2087,9 +2087,11 @@ class Interpreter:
         if isinstance(init, FunctionInfo):
             changed: Dict[int, Value] = {}
             self.call_function(init, instance, args, kwargs, frame, node, changed=changed)
-            built = changed.get(0)
+            built = changed.pop(0, None)
             if isinstance(instance, Module) and isinstance(built, Module) and built.cls == cls:
                 instance = built  # ``self.half()`` in ``__init__``: the instance is built cast
+            if changed and isinstance(node, ast.Call):  # ``inner.half()`` on an argument: the caller's
+                self._apply_effects(changed, node, instance, frame)
         elif getattr(info, "is_dataclass", False) or any(getattr(c, "is_dataclass", False) for c in self.mro(info)):
             own = self._dataclass_fields(info, args, kwargs)
             if isinstance(instance, Instance) and own is not None:
