@@ -413,12 +413,14 @@ def _settings_text(settings: "Settings", config_path: Optional[Path], selection,
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text")
 def explain_command(location: str, config_file: Optional[str], isolated: bool, output_format: str) -> None:
     """Show what the analysis infers for the expressions at FILE:LINE (a notebook's FILE:cell N:LINE),
-    per context, with evidence."""
+    per context, with evidence. The program analysed is FILE's project, as for ``check FILE``."""
+    import dataclasses
     import json
 
     from amp_lint.config import ConfigError
     from amp_lint.discovery import discover
     from amp_lint.explain import explain, render_text, to_json
+    from amp_lint.project_scope import project_scope
 
     path, _, line = location.rpartition(":")
     cell = None
@@ -433,12 +435,22 @@ def explain_command(location: str, config_file: Optional[str], isolated: bool, o
         settings, _ = _settings(config_file, isolated, (), (), (), None, None, _config_start([path], None))
     except ConfigError as exc:
         raise _fail(str(exc))
-    root = Path(settings.project_root)
-    files, _ = discover([str(root)], settings.exclude + settings.extend_exclude, root)
-    if not any(Path(f).resolve() == Path(path).resolve() for f in files):
-        files.append(path)
+    # the program ``check FILE`` analyses: the file's project (found from the file, not from the
+    # working directory), else the settings' root where the file lies below it, else the file alone
+    excludes = settings.exclude + settings.extend_exclude
+    settings_root = Path(settings.project_root).resolve()
+    scope = project_scope([path], [path], excludes, settings_root)
+    if scope.root is not None:
+        root, files = scope.root, [path, *scope.context]
+    elif settings_root in Path(path).resolve().parents:
+        root = str(settings_root)
+        files, _ = discover([root], excludes, settings_root)
+        if not any(Path(f).resolve() == Path(path).resolve() for f in files):
+            files.append(path)
+    else:
+        root, files = str(Path(path).resolve().parent), [path]
     try:
-        result = explain(path, int(line), files, settings, cell)
+        result = explain(path, int(line), files, dataclasses.replace(settings, project_root=root), cell)
     except ValueError as exc:
         raise _fail(str(exc))
     if output_format == "json":

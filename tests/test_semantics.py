@@ -1032,6 +1032,20 @@ def test_explain_reads_a_file_as_check_does(tmp_path: Path) -> None:
         assert "x.softmax(-1)" in result.stdout and "tensor float16" in result.stdout
 
 
+def test_explain_analyses_the_files_project_not_the_working_directory(tmp_path: Path) -> None:
+    """Run from outside the project, ``explain`` still reads the script that casts in another folder."""
+    project, elsewhere = tmp_path / "proj", tmp_path / "elsewhere"
+    (project / "pkg").mkdir(parents=True)
+    elsewhere.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (project / "pkg" / "attn.py").write_text("def attend(q):\n    return q.softmax(-1)\n")
+    (project / "train.py").write_text("import torch\nfrom pkg.attn import attend\nattend(torch.randn(3).half())\n")
+    result = subprocess.run([sys.executable, "-m", "amp_lint", "explain", "../proj/pkg/attn.py:2"],
+                            capture_output=True, text=True, cwd=elsewhere)
+    assert result.returncode == 0, result.stderr
+    assert "train.py:3 calls `attend`" in result.stdout and "tensor float16" in result.stdout
+
+
 @pytest.mark.parametrize("target,message", [
     ("missing.py:1", "no such file"),
     ("m.py", "FILE:LINE"),
