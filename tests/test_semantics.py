@@ -4416,3 +4416,60 @@ def test_a_partial_binding_star_args_joins_with_another_partial(tmp_path: Path) 
     """
     assert _codes_in_project(tmp_path, {"m.py": code}, "AMP201") == \
         [f"m.py:{_line_of(code, '# <- softmax')}: AMP201"]
+
+
+def test_a_loaded_dict_cast_in_a_loop_over_its_keys_holds_half_tensors(tmp_path: Path) -> None:
+    """A state dict of unknown content cast key by key (``for name in names: w[name] = w[name].half()``
+    after ``names = list(w.keys())``) holds half tensors under every key, also where a method reads it
+    back from the field the local was bound to (``w = self.weights``)."""
+    code = """
+    import torch
+
+    class Decoder:
+        def __init__(self, path):
+            self.weights = torch.load(path)
+            w = self.weights
+            names = list(w.keys())
+            for name in names:
+                if name.endswith(".bias"):
+                    continue
+                w[name] = w[name].to(torch.float16)
+
+        def step(self, token):
+            w = self.weights
+            h = w["embed"][token]
+            return h  # <-
+
+    Decoder("ckpt.pt").step(3)
+    """
+    values = values_at(tmp_path, {"m.py": code}, "m.py", "# <-")
+    assert [ctx["h"] for ctx in values] == ["tensor float16"]
+
+
+@pytest.mark.parametrize("loop", [
+    "for key, value in state.items():\n    state[key] = value.half()",
+    "for key in state:\n    state[key] = state[key].half()",
+])
+def test_a_local_state_dict_cast_over_its_keys_reads_back_half(tmp_path: Path, loop: str) -> None:
+    """A loop may run no time: after it the dict may also be the one loaded, of unknown content."""
+    code = "import torch\nstate = torch.load('ckpt.pt')\n" + loop + "\nlogits = state['head']  # <-\n"
+    values = values_at(tmp_path, {"m.py": code}, "m.py", "# <-")
+    assert [ctx["logits"] for ctx in values] == ["tensor float16 (or unknown)"]
+
+
+def test_a_store_under_keys_of_another_container_leaves_an_unknown_dict_unknown(tmp_path: Path) -> None:
+    """Keys of ``other`` say nothing about which keys ``state`` holds; nor does a loop over a range
+    (an index into a tensor)."""
+    code = """
+    import torch
+    state = torch.load("ckpt.pt")
+    other = torch.load("other.pt")
+    buf = torch.load("buf.pt")
+    for key in other.keys():
+        state[key] = other[key].half()
+    for i in range(4):
+        buf[i] = buf[i].half()
+    print(state["head"], buf[0])  # <-
+    """
+    values = values_at(tmp_path, {"m.py": code}, "m.py", "# <-")
+    assert [(ctx['state["head"]'], ctx["buf[0]"]) for ctx in values] == [("unknown", "unknown")]

@@ -135,7 +135,7 @@ class Frame:
 
     __slots__ = ("module", "info", "env", "record", "state", "stack", "returns", "mutated", "assigned", "loops",
                  "cls", "autocast_origin", "context_free", "yields", "statement", "closure", "no_grad", "returned",
-                 "refuted", "branches", "narrowed")
+                 "refuted", "branches", "narrowed", "aliases")
 
     def __init__(self, module: SourceModule, info: Optional[FunctionInfo], env: Dict[str, Value], record: Record,
                  state: State, stack: Tuple[CallSite, ...], cls: Optional[ClassInfo] = None) -> None:
@@ -167,6 +167,8 @@ class Frame:
         #: the locals a field of which was stored here (``self.logvar = ...``), ever: the environment
         #: holds such a field under ``"self.logvar"`` (see :meth:`Interpreter.narrow_field`)
         self.narrowed: Set[str] = set()
+        #: locals bound to a field (``z = self.z``): a dict filled through the name fills the field
+        self.aliases: Dict[str, ast.Attribute] = {}
 
 
 _BUILTIN_NAMES = frozenset({
@@ -229,6 +231,9 @@ class Interpreter:
         self.probing_layers = False
         #: per frame running ``for p in X.parameters():`` that stores ``p.data``: (``X``, those stores)
         self.parameter_loops: Dict[int, Tuple[ast.AST, FrozenSet[int]]] = {}
+        #: per running frame, the loops over a container's keys it is in: loop variable -> the
+        #: container's text (``for k in keys:`` after ``keys = list(z.keys())``: ``k`` -> ``z``)
+        self.key_loops: Dict[int, Dict[str, str]] = {}
         #: the body of each ``for m in model.modules():`` loop that casts ``m``, as a function of ``m``
         self.layer_loops: Dict[int, FunctionInfo] = {}
         self.parameter_casts: Dict[int, Tuple[Value, ast.AST]] = {}  # the last ``p.data = <half>`` of such a loop
@@ -664,6 +669,8 @@ class Interpreter:
         value = self.ev(node.value, frame)
         for target in node.targets:
             self.bind(target, value, frame)
+        if isinstance(node.value, ast.Attribute) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            frame.aliases[node.targets[0].id] = node.value
         return True
 
     def _s_annassign(self, node: ast.AnnAssign, frame: Frame) -> bool:
@@ -933,6 +940,44 @@ class Interpreter:
         return after
 
     def _s_for(self, node: ast.For, frame: Frame) -> bool:
+        key_loop = self._key_loop(node, frame)
+        if key_loop is None:
+            return self._s_for_items(node, frame)
+        loops = self.key_loops.setdefault(id(frame), {})
+        outer = loops.get(key_loop[0])
+        loops[key_loop[0]] = key_loop[1]
+        try:
+            return self._s_for_items(node, frame)
+        finally:
+            if outer is None:
+                loops.pop(key_loop[0], None)
+                if not loops:
+                    self.key_loops.pop(id(frame), None)
+            else:
+                loops[key_loop[0]] = outer
+
+    def _key_loop(self, node: ast.For, frame: Frame) -> Optional[Tuple[str, str]]:
+        """(the loop variable, the container's text) of a loop over the keys of a container: ``for k
+        in z``, ``z.keys()``, ``list(z.keys())``, ``for k, v in z.items()``, or over a name bound
+        once in the scope to such keys (``keys = list(z.keys())``). Read once per loop."""
+        key = ("key loop", id(node))
+        texts = frame.module.texts
+        if key in texts:
+            return texts[key]
+        found = None
+        target, iterable = node.target, node.iter
+        if isinstance(iterable, ast.Name):
+            iterable = _single_binding(frame.info.node if frame.info is not None else frame.module.tree,
+                                       iterable.id) or iterable
+        container, items = _keys_of(iterable)
+        if items:  # ``for k, v in z.items()``
+            target = target.elts[0] if isinstance(target, ast.Tuple) and len(target.elts) == 2 else None
+        if container is not None and isinstance(target, ast.Name):
+            found = (target.id, _expr_text(container, frame.module))
+        texts[key] = found
+        return found
+
+    def _s_for_items(self, node: ast.For, frame: Frame) -> bool:
         iterable = self.ev(node.iter, frame)
         elem = self.iterate(iterable, frame)
         owner = _parameter_loop(node)
@@ -1215,6 +1260,8 @@ class Interpreter:
         if isinstance(target, ast.Name):
             if frame.narrowed:
                 forget_fields(frame, target.id)
+            if frame.aliases:
+                frame.aliases.pop(target.id, None)
             frame.env[target.id] = value
             frame.assigned.add(target.id)
             frame.record.values[id(target)] = value
@@ -1248,6 +1295,8 @@ class Interpreter:
             index = self.ev(target.slice, frame)
             if isinstance(container, Module) and container.items:
                 self._store_child(container, target, index, value, frame)
+            elif container is UNKNOWN and isinstance(target.slice, ast.Name) and carries_half(value):
+                self._cast_by_key_loop(target, value, frame)
             if isinstance(container, DictVal) and isinstance(target.value, ast.Name):
                 name = target.value.id
                 key = _const_key(target.slice)
@@ -1282,6 +1331,31 @@ class Interpreter:
                         self.replace_field(option, target.value.attr, container, DictVal(tuple(items.items())))
         elif isinstance(target, ast.Starred):
             self.bind(target.value, value, frame)
+
+    def _cast_by_key_loop(self, target: ast.Subscript, value: Value, frame: Frame) -> None:
+        """``for k in keys: z[k] = z[k].to(dtype=DTYPE)`` over the keys of a dict of unknown content
+        (a loaded state dict): every value it holds is now ``value``, and so is what a constant key
+        reads from it later (``z['emb.weight']``). Where the dict is a field, or a local bound to
+        one (``z = self.z``), the field holds it too."""
+        loops = self.key_loops.get(id(frame))
+        container_text = loops.get(target.slice.id) if loops else None  # type: ignore[attr-defined]
+        if container_text is None or container_text != _expr_text(target.value, frame.module):
+            return
+        tensors = [o for o in options(value) if isinstance(o, Tensor)]
+        if tensors:  # a dict of weights holds tensors: ``z[k].to(dtype=DTYPE)`` cast a tensor, no module
+            value = union_of(tensors) if len(tensors) > 1 else tensors[0]
+            value = _tensor_cast_origin(value)
+        filled = DictVal(((None, value),))
+        field_node: Optional[ast.AST] = target.value
+        if isinstance(target.value, ast.Name):
+            name = target.value.id
+            frame.env[name] = filled
+            frame.mutated.add(name)
+            field_node = frame.aliases.get(name)
+        if isinstance(field_node, ast.Attribute):
+            owner = frame.record.values.get(id(field_node.value))
+            if owner is not None:
+                self.replace_field(owner, field_node.attr, UNKNOWN, filled)
 
     def _store_child(self, container: Module, target: ast.Subscript, index: Value, value: Value,
                      frame: Frame) -> None:
@@ -3279,6 +3353,60 @@ _LOOP_EXITS = (ast.Break, ast.Continue, ast.Return, ast.Yield, ast.YieldFrom, as
                ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 #: the methods that cast a layer in place
 _LAYER_CASTS = frozenset({"half", "bfloat16", "to", "type"})
+
+
+def _tensor_cast_origin(value: Value) -> Value:
+    """``value`` with the origin of its half evidence read as a tensor's cast (``.to(dtype)`` on a
+    value of unknown kind is recorded as a module's cast, :func:`torch_api.cast_method`)."""
+    if isinstance(value, Tensor) and value.origin is not None and value.origin.kind == "module_cast":
+        return replace(value, origin=replace(value.origin, kind="cast"))
+    return value
+
+
+def _keys_of(iterable: ast.AST) -> Tuple[Optional[ast.AST], bool]:
+    """(the container whose keys ``iterable`` are, whether it is its ``items()``): ``z``,
+    ``z.keys()``, ``z.items()``, and those in ``list(...)``, ``sorted(...)`` or ``tuple(...)``;
+    the container is a name or a field (``self.z``)."""
+    if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) \
+            and iterable.func.id in ("list", "sorted", "tuple") and len(iterable.args) == 1 and not iterable.keywords:
+        iterable = iterable.args[0]
+    items = False
+    if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Attribute) and not iterable.args \
+            and iterable.func.attr in ("keys", "items"):
+        items = iterable.func.attr == "items"
+        iterable = iterable.func.value
+    if isinstance(iterable, ast.Name) or (isinstance(iterable, ast.Attribute) and isinstance(iterable.value, ast.Name)):
+        return iterable, items
+    return None, False
+
+
+def _single_binding(scope: ast.AST, name: str) -> Optional[ast.AST]:
+    """The value of the one assignment ``name = value`` in ``scope`` (not in nested functions),
+    None where there is none or more than one."""
+    found: List[ast.AST] = []
+    stack = list(ast.iter_child_nodes(scope))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With, ast.NamedExpr)):
+            targets = node.targets if isinstance(node, ast.Assign) else \
+                [node.target] if not isinstance(node, ast.With) else [i.optional_vars for i in node.items]
+            if any(isinstance(t, ast.Name) and t.id == name for target in targets if target is not None
+                   for t in ast.walk(target)):
+                if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+                    return None
+                found.append(node.value)
+        stack.extend(ast.iter_child_nodes(node))
+    return found[0] if len(found) == 1 else None
+
+
+def _expr_text(node: ast.AST, module: SourceModule) -> str:
+    key = ("text", id(node))
+    found = module.texts.get(key)
+    if found is None:
+        found = module.texts[key] = ast.unparse(node)
+    return found
 
 
 def _parameter_loop(node: ast.For) -> Optional[Tuple[ast.AST, FrozenSet[int]]]:
