@@ -4473,3 +4473,39 @@ def test_a_store_under_keys_of_another_container_leaves_an_unknown_dict_unknown(
     """
     values = values_at(tmp_path, {"m.py": code}, "m.py", "# <-")
     assert [(ctx['state["head"]'], ctx["buf[0]"]) for ctx in values] == [("unknown", "unknown")]
+
+
+def test_a_half_model_kept_in_a_field_and_used_only_through_a_method_runs_its_forward_as_a_guess(
+        tmp_path: Path) -> None:
+    """``self.net = self.net.half()`` in a service class whose only use of ``self.net`` is its own
+    ``infer`` method: the forward is a guess, as for a model bound to a name. The uses read are those
+    of the field ``self.net``, not every ``self.method()`` call of the service; where the service
+    calls ``self.net(x)``, the forward is the program's own."""
+    code = """
+    import torch
+    from torch import nn
+
+    class Vocoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(16, 16)
+        def forward(self, x):
+            return torch.exp(self.proj(x))
+        def infer(self, x):
+            return self.proj(x).tanh()
+
+    class Service:
+        def __init__(self):
+            self.net = Vocoder()
+            self.net = self.net.half()
+        def run(self, x):
+            return self.net.infer(x)
+        def warm_up(self):
+            return self.run(torch.randn(2, 16).half())
+
+    svc = Service()
+    print(svc.run(torch.randn(2, 16).half()))
+    """
+    assert _codes(tmp_path, code) == []
+    called = code.replace("return self.net.infer(x)", "return self.net(x)")
+    assert _codes(tmp_path, called) == [f"{_line_of(code, 'torch.exp(')}: AMP204"]

@@ -373,18 +373,18 @@ class Interpreter:
         for node in ast.walk(where.tree):
             if isinstance(node, ast.Call):
                 func = node.func
-                if isinstance(func, ast.Name) and func.id == name:
+                if _dotted(func) == name:
                     out.add("__call__")
-                elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == name:
+                elif isinstance(func, ast.Attribute) and _dotted(func.value) == name:
                     if isinstance(self.class_lookup(cls, func.attr), FunctionInfo):
                         out.add(func.attr)
                     elif func.attr not in torch_api.MODULE_HOUSEKEEPING:
                         out.add(_HANDED)
-                if any(isinstance(a, ast.Name) and a.id == name for a in
+                if any(_dotted(a) == name for a in
                        [a.value if isinstance(a, ast.Starred) else a for a in node.args]
                        + [k.value for k in node.keywords]) and not _only_shows(func):
                     out.add(_HANDED)
-            elif isinstance(node, ast.Return) and isinstance(node.value, ast.Name) and node.value.id == name:
+            elif isinstance(node, ast.Return) and node.value is not None and _dotted(node.value) == name:
                 out.add(_HANDED)
         return out
 
@@ -3139,14 +3139,24 @@ def _cast_receiver(tree: ast.AST, origin: Origin) -> Optional[str]:
     for candidate in ast.walk(tree):
         if isinstance(candidate, ast.Assign) and candidate.value is node and len(candidate.targets) == 1:
             parent = candidate.targets[0]
-    if isinstance(parent, ast.Name):
-        return parent.id
+    if parent is not None and _dotted(parent):
+        return _dotted(parent)  # ``model = ...`` or ``self.net = self.net.half()``: the name bound
     func = node.func
     while isinstance(func, ast.Attribute):
         inner = func.value
-        if isinstance(inner, ast.Name):
-            return inner.id
+        if _dotted(inner):
+            return _dotted(inner)
         func = inner.func if isinstance(inner, ast.Call) else inner
+    return None
+
+
+def _dotted(node: ast.AST) -> Optional[str]:
+    """``model`` or ``self.net_g`` (names and fields of names), else None."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = _dotted(node.value)
+        return None if inner is None else f"{inner}.{node.attr}"
     return None
 
 
