@@ -4509,3 +4509,91 @@ def test_a_half_model_kept_in_a_field_and_used_only_through_a_method_runs_its_fo
     assert _codes(tmp_path, code) == []
     called = code.replace("return self.net.infer(x)", "return self.net(x)")
     assert _codes(tmp_path, called) == [f"{_line_of(code, 'torch.exp(')}: AMP204"]
+
+
+def test_a_buffer_that_may_be_none_casts_with_its_module(tmp_path: Path) -> None:
+    """``register_buffer("bias", mask)`` where ``mask`` is a tensor on one branch and None on the
+    other (a window mask only shifted blocks have): the tensor is a buffer, cast with the module."""
+    code = """
+    import torch
+    from torch import nn
+    import settings
+
+    class Window(nn.Module):
+        def __init__(self, shifted):
+            super().__init__()
+            self.qk = nn.Linear(32, 32)
+            if shifted:
+                bias = torch.zeros(16, 16)
+            else:
+                bias = None
+            self.register_buffer("bias", bias)
+
+        def forward(self, x):
+            scores = self.qk(x) @ x.transpose(-1, -2)
+            if self.bias is not None:
+                scores = scores + self.bias
+            return scores  # <-
+
+    Window(settings.SHIFTED).half()(torch.randn(16, 32).half())
+    """
+    values = [ctx["scores"] for ctx in values_at(tmp_path, {"m.py": code}, "m.py", "# <-")]
+    assert values[0] == "tensor float16" and not any("float32" in value for value in values), values
+
+
+def test_a_batch_of_unknown_kind_given_to_an_apex_o2_model_may_be_a_half_tensor(tmp_path: Path) -> None:
+    """apex O2 patches the model's forward to cast its floating inputs to float16: an input from a
+    data loader (of unknown kind) is float16 there if it is a floating tensor, so an elementwise loss
+    against the model's output and its full sum are float16 (AMP203: a sum over an image batch)."""
+    code = """
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+    from apex import amp
+
+    class Autoencoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.dec = nn.Conv2d(3, 3, 3, padding=1)
+
+        def forward(self, img):
+            err = F.mse_loss(self.dec(img), img, reduction="none")
+            return err.sum() / img.numel()
+
+    model = Autoencoder().cuda()
+    opt = torch.optim.AdamW(model.parameters())
+    model, opt = amp.initialize(model, opt, opt_level="O2")
+    for img in loader:
+        loss = model(img)
+        with amp.scale_loss(loss, opt) as scaled:
+            scaled.backward()
+        opt.step()
+    """
+    codes = _codes(tmp_path, code)
+    assert f"{_line_of(code, 'err.sum()')}: AMP203" in codes
+    values = values_at(tmp_path, {"m.py": code}, "m.py", "err = F.mse_loss(")
+    assert any("tensor float16" in ctx["img"] for ctx in values), values
+
+
+def test_an_elementwise_loss_of_a_learned_output_is_a_learned_value(tmp_path: Path) -> None:
+    """``F.l1_loss(target, out, reduction="none")`` is as large as the layer output ``out`` (its
+    second input): its full sum can overflow float16 as the output's own can."""
+    code = """
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    class Denoiser(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Conv2d(3, 3, 3, padding=1)
+
+        def forward(self, noisy, clean):
+            residual = F.l1_loss(clean, self.body(noisy), reduction="none")
+            return residual.sum()
+
+    net = Denoiser().half()
+    net(torch.randn(4, 3, 64, 64).half(), torch.randn(4, 3, 64, 64).half())
+    """
+    assert _codes(tmp_path, code) == [f"{_line_of(code, 'F.l1_loss(')}: AMP202",
+                                      f"{_line_of(code, 'residual.sum()')}: AMP203"]

@@ -2110,8 +2110,8 @@ class Interpreter:
         if module.mode in (torch_api.APEX_CAST_IO, torch_api.FABRIC_CAST_IO):
             # apex O2/O3 patched its forward (or Fabric wrapped it): inputs to its dtype, outputs to float32
             half = module.cast & HALF or F16
-            args = [torch_api.cast_floating(a, half) for a in args]
-            kwargs = {k: torch_api.cast_floating(v, half) for k, v in kwargs.items()}
+            args = [torch_api.cast_input(a, half, module.origin) for a in args]
+            kwargs = {k: torch_api.cast_input(v, half, module.origin) for k, v in kwargs.items()}
             inner = replace(module, mode="")
             return torch_api.cast_floating(self.call_module(inner, args, kwargs, frame, node), F32)
         if module.mode == torch_api.F32_OUT:  # Accelerate's float32 model, mixed precision not known

@@ -708,8 +708,14 @@ def module_method(interp: "Interpreter", frame: "Frame", module: Module, name: s
         key = args[0]
         if isinstance(key, Scalar) and isinstance(key.value, str):
             value = args[1]
-            if name in ("register_buffer", "register_parameter") and isinstance(value, Tensor):
-                value = Tensor(value.dtypes, value.unknown, value.origin, param=True)
+            if name in ("register_buffer", "register_parameter"):
+                # a tensor (also one of a buffer's values that may be None: ``attn_mask`` of shifted
+                # windows only) casts with the module: it reads as the module's dtype
+                registered: Optional[Value] = None
+                for option in options(value):
+                    registered = join(registered, Tensor(option.dtypes, option.unknown, option.origin, param=True)
+                                      if isinstance(option, Tensor) else option)
+                value = registered if registered is not None else value
             interp.store_attr(module, key.value, value, None, frame)  # type: ignore[arg-type]
         return NONE
     if name == "apply" and args:
@@ -1037,7 +1043,7 @@ def _sums_no_index(equation: Value) -> bool:
 
 
 def _tensor_inputs(short: str, args: Sequence[Value], kwargs: Dict[str, Value]) -> List[Value]:
-    spec = optable.TENSOR_ARGS.get(short, (0,))
+    spec = optable.TENSOR_ARGS.get(short) or tuple(range(optable.LOSSES.get(short, 1)))
     positional = _positional(args)
     if spec == "seq":
         if positional:
@@ -1649,6 +1655,15 @@ def cast_floating(value: Value, dtype: int) -> Value:
     """``value`` with each floating tensor in it cast to ``dtype`` (apex's ``applier(..., to_type)``)."""
     return map_tensors(value, lambda t: replace(t, dtypes=(t.dtypes & ~FLOATS) | dtype, graph=t.low_graph, param=False)
                        if t.dtypes & FLOATS else t)
+
+
+def cast_input(value: Value, dtype: int, origin: Optional[Origin]) -> Value:
+    """An input of a model whose forward casts its floating inputs to ``dtype`` (apex O2/O3's
+    patched forward): :func:`cast_floating`; a value of unknown kind (a batch from a data loader)
+    may be a floating tensor, so it is also one of ``dtype`` made there."""
+    if value is UNKNOWN:
+        return join(UNKNOWN, Tensor(dtype, False, origin))
+    return cast_floating(value, dtype)
 
 
 def apex_o1_origin(origin: Optional[Origin]) -> Optional[Origin]:
