@@ -4597,3 +4597,21 @@ def test_an_elementwise_loss_of_a_learned_output_is_a_learned_value(tmp_path: Pa
     """
     assert _codes(tmp_path, code) == [f"{_line_of(code, 'F.l1_loss(')}: AMP202",
                                       f"{_line_of(code, 'residual.sum()')}: AMP203"]
+
+
+def test_a_dict_built_from_pairs_a_comprehension_makes_holds_their_values(tmp_path: Path) -> None:
+    """``dict([(key, AdamW(...)) for key, params in groups.items()])``: the keys are not known, the
+    values are, and a lookup by any key (``optims["disc"]``) reads one of them."""
+    code = """
+    import torch
+    from torch.optim import AdamW
+
+    def build(groups):
+        return dict([(key, AdamW(params, lr=1e-4)) for key, params in groups.items()])
+
+    nets = {"gen": torch.nn.Linear(4, 4), "disc": torch.nn.Linear(4, 1)}
+    optims = build({name: nets[name].parameters() for name in nets})
+    disc = optims["disc"]  # <-
+    """
+    values = values_at(tmp_path, {"m.py": code}, "m.py", "# <-")
+    assert [ctx["disc"] for ctx in values] == ["optimizer torch.optim.AdamW"]

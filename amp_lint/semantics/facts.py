@@ -18,7 +18,7 @@ from amp_lint.data import ops as optable
 from amp_lint.semantics.interpreter import Interpreter, Record, State, condition_texts
 from amp_lint.semantics.program import SourceModule
 from amp_lint.semantics.values import (
-    BF16, HALF, UNKNOWN, DType, Ext, Module, Origin, Tensor, Value, apex_o1_only, dtype_label, options,
+    BF16, HALF, UNKNOWN, DType, Ext, Module, Obj, Origin, Scalar, Tensor, Value, apex_o1_only, dtype_label, options,
 )
 
 CUDA, CPU, APEX = "cuda", "cpu", "apex"
@@ -348,6 +348,9 @@ def describe(value: Value) -> str:
             parts.append(f"module {name} with {cast} parameters{where}")
         elif isinstance(option, DType):
             parts.append(f"dtype {dtype_label(option.dtypes)}")
+        elif isinstance(option, Obj):  # an optimizer, a GradScaler, ...: its kind, and its class where known
+            name = option.get("name")
+            parts.append(option.kind + (f" {name.value}" if isinstance(name, Scalar) and name.value else ""))
         elif option is UNKNOWN:
             parts.append("unknown")
         else:

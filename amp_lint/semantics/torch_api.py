@@ -2376,9 +2376,10 @@ def _pairs(value: Value) -> Optional[List[Tuple[object, Value]]]:
             else:
                 return None
         return out
-    if isinstance(value, Coll):
+    if isinstance(value, Coll):  # pairs a comprehension made: keys of unknown value (also of unknown kind)
         elem = value.elem
-        if isinstance(elem, Seq) and len(elem.items) == 2 and isinstance(elem.items[0], Scalar):
+        if isinstance(elem, Seq) and len(elem.items) == 2 and (isinstance(elem.items[0], Scalar)
+                                                                or elem.items[0] is UNKNOWN):
             return [(None, elem.items[1])]
     return None
 
