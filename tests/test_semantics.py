@@ -4615,3 +4615,16 @@ def test_a_dict_built_from_pairs_a_comprehension_makes_holds_their_values(tmp_pa
     """
     values = values_at(tmp_path, {"m.py": code}, "m.py", "# <-")
     assert [ctx["disc"] for ctx in values] == ["optimizer torch.optim.AdamW"]
+
+
+def test_a_timm_model_is_built_from_the_registrations_the_program_imports(tmp_path: Path) -> None:
+    """Two model files register models with timm, one for each script; the fine-tuning script imports
+    only its own: ``create_model(args.model)`` builds one of those, not a model the other script's
+    file registered (under the same name or another)."""
+    other = _TIMM_MODELS.replace("Mixer", "Probe").replace("mixer_tiny", "probe_tiny").replace(
+        "probs = scores.softmax(dim=-1)  # <- probs", "probs = scores.softmax(dim=-1)  # <- other")
+    other += "\n\n@register_model\ndef mixer_tiny(pretrained=False, **kwargs):\n    return Probe(**kwargs)\n"
+    files = {"zoo_models.py": _TIMM_MODELS, "analysis/probe_models.py": other,
+             "app.py": _TIMM_APP.format(model="args.model")}
+    assert _codes_in_project(tmp_path, files, "AMP201") == [
+        f"zoo_models.py:{_line_of(_TIMM_MODELS, '# <- probs')}: AMP201"]

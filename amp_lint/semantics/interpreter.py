@@ -217,8 +217,11 @@ class Interpreter:
         self.passed_args: Dict[int, Set[str]] = {}
         #: creation sites of optimizers passed to a wrapper that keeps fp32 master weights
         self.master_wrapped: Set[str] = set()
-        #: a library's model registry (``timm``) -> the project functions registered in it, by name
-        self.library_models: Dict[str, Dict[str, Value]] = {}
+        #: a library's model registry (``timm``) -> the project functions registered in it, by name,
+        #: each by the file that registers it (two scripts' model files may register one name)
+        self.library_models: Dict[str, Dict[str, Dict[str, Value]]] = {}
+        #: file -> the project files it imports (what a program's run registers)
+        self.import_edges: Dict[str, Set[str]] = {}
         #: texts of the branch conditions some half evidence was marked with (``args.fp16``)
         self.conditions: Set[str] = set()
         #: such a condition's comparisons of an expression with constants (for exclusive tests)
@@ -527,12 +530,24 @@ class Interpreter:
         found = (self.index.resolve_relative(importer, level, dotted) if level
                  else self.index.resolve_absolute(importer, dotted))
         if isinstance(found, SourceModule):
+            self.import_edges.setdefault(importer.relpath, set()).add(found.relpath)
             return ModVal(found)
         if isinstance(found, Namespace):
             return Obj("namespace_package", (("folder", Scalar("str", found.folder)),))
         if level:
             return UNKNOWN
         return Ext(dotted)
+
+    def imported_by(self, path: str) -> Set[str]:
+        """The project files the file ``path`` imports, directly or through others, and itself."""
+        seen = {path}
+        todo = [path]
+        while todo:
+            for found in self.import_edges.get(todo.pop(), ()):
+                if found not in seen:
+                    seen.add(found)
+                    todo.append(found)
+        return seen
 
     def import_dynamic(self, arg: ast.AST, frame: Frame) -> Value:
         """``importlib.import_module(name)``: the module when ``name`` is known; when only its
@@ -543,6 +558,7 @@ class Interpreter:
         if isinstance(value, Scalar) and isinstance(value.value, str):
             found = self.index.resolve_absolute(frame.module, value.value)
             if isinstance(found, SourceModule):
+                self.import_edges.setdefault(frame.module.relpath, set()).add(found.relpath)
                 self.run_module(found)
                 return ModVal(found)
             return UNKNOWN
@@ -1164,7 +1180,8 @@ class Interpreter:
         for dec in decorators:  # ``@register_model`` of timm: ``create_model(name)`` builds it
             registry = libraries.MODEL_REGISTRATIONS.get(dec.name) if isinstance(dec, Ext) else None
             if registry is not None:
-                self.library_models.setdefault(registry, {})[node.name] = FuncVal(info, None, closure)  # type: ignore[attr-defined]
+                by_file = self.library_models.setdefault(registry, {}).setdefault(node.name, {})  # type: ignore[attr-defined]
+                by_file[frame.module.relpath] = FuncVal(info, None, closure)
         return True
 
     def _parametrized(self, decorator: ast.AST, frame: Frame) -> Dict[str, Value]:

@@ -1896,7 +1896,12 @@ def build_registered(interp: "Interpreter", frame: "Frame", registry: str, args:
     names = known_strings(name)
     if names and any(n not in registered for n in names):
         return None
-    builders = [registered[n] for n in names] if names else list(registered.values())
+    # only what the files the program imports register (the program: the file whose run this is),
+    # where they register any of the names asked for: two scripts' model files may register one name
+    program = interp.imported_by(frame.stack[0].path if frame.stack else frame.module.relpath)
+    asked = [registered[n] for n in names] if names else list(registered.values())
+    mine = [builder for by_file in asked for path, builder in by_file.items() if path in program]
+    builders = mine or [builder for by_file in asked for builder in by_file.values()]
     if len(builders) > REGISTRY_UNION_LIMIT:
         return None
     passed = {k: v for k, v in kwargs.items() if k not in libraries.MODEL_FACTORY_KEYWORDS}
