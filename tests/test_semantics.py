@@ -4628,3 +4628,41 @@ def test_a_timm_model_is_built_from_the_registrations_the_program_imports(tmp_pa
              "app.py": _TIMM_APP.format(model="args.model")}
     assert _codes_in_project(tmp_path, files, "AMP201") == [
         f"zoo_models.py:{_line_of(_TIMM_MODELS, '# <- probs')}: AMP201"]
+
+
+def test_a_deepspeed_config_the_program_writes_is_the_one_its_engine_reads(tmp_path: Path) -> None:
+    """``create_ds_config(args)`` sets ``args.deepspeed_config`` to a path and writes a dict with
+    ``"fp16": {"enabled": True}`` there as JSON; ``deepspeed.initialize(args=args, ...)`` reads that
+    file: the engine casts the model to float16 (a softmax in its forward is a finding). A written
+    config that enables neither half leaves the model as it was."""
+    code = """
+    import json
+    import os
+    import deepspeed
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(16, 16)
+        def forward(self, x):
+            return torch.softmax(self.fc(x), dim=-1)
+
+    def create_ds_config(args):
+        args.deepspeed_config = os.path.join(args.output_dir, "deepspeed_config.json")
+        with open(args.deepspeed_config, "w") as writer:
+            config = {"train_batch_size": args.batch_size, "fp16": {"enabled": True, "loss_scale": 0}}
+            writer.write(json.dumps(config, indent=2))
+
+    def main(args):
+        create_ds_config(args)
+        model = Net()
+        engine, optimizer, _, _ = deepspeed.initialize(args=args, model=model, model_parameters=model.parameters())
+        for step in range(10):
+            loss = engine(torch.randn(4, 16)).float().sum()
+            engine.backward(loss)
+            engine.step()
+    """
+    assert _codes(tmp_path, code) == [f"{_line_of(code, 'torch.softmax(')}: AMP201"]
+    assert _codes(tmp_path, code.replace('"enabled": True', '"enabled": False')) == []

@@ -55,6 +55,10 @@ CONFIG_LOADERS: FrozenSet[str] = frozenset({
     "omegaconf.OmegaConf.load", "yaml.safe_load", "yaml.load", "yaml.full_load", "yaml.unsafe_load", "json.load",
     "json.loads",
 })
+#: functions that write a config's data (``json.dump(obj, fp)``, ``json.dumps(obj)``, PyYAML's
+#: ``dump``/``safe_dump``; Python docs, json; PyYAML docs): a DeepSpeed config a program writes
+#: for ``deepspeed.initialize(args=args)`` to read (BEiT-style ``create_ds_config(args)``)
+CONFIG_WRITERS: FrozenSet[str] = frozenset({"json.dump", "json.dumps", "yaml.dump", "yaml.safe_dump"})
 #: functions that give a config's data back with the same keys and values, read as attributes or
 #: items (``OmegaConf.create(dict)``, ``OmegaConf.to_container(cfg)``, ``EasyDict(d)``, ``addict.Dict(d)``,
 #: ``ml_collections.ConfigDict(d)``)

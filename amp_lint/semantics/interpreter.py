@@ -189,6 +189,8 @@ class Interpreter:
         self.modules = list(modules)
         #: the config files the program reads by a known path (``OmegaConf.load("model.yaml")``)
         self.configs = configs if configs is not None else ConfigFiles(None)
+        #: DeepSpeed configs the program writes (``json.dumps(ds_config)``), with where
+        self.written_deepspeed: List[Tuple[DictVal, str]] = []
         self.index = ModuleIndex(self.modules)
         self.device = "cpu" if device == "cpu" else "cuda"
         self.memo: Dict[tuple, Summary] = {}

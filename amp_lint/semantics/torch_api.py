@@ -1088,6 +1088,15 @@ def call_ext(interp: "Interpreter", frame: "Frame", qualified: str, args: List[V
         return make_autocast(frame, qualified, args, kwargs, node, interp.device)
     if qualified in libraries.CONFIG_LOADERS and positional:
         return load_config(interp, frame, positional[0])
+    if qualified in libraries.CONFIG_WRITERS and positional:
+        written = positional[0]
+        if isinstance(written, DictVal) and any(written.value_of(key) is not None
+                                                for key in trainingdata.DEEPSPEED_CONFIG_KEYS):
+            where = f"{frame.module.relpath}:{getattr(node, 'lineno', 0)}"
+            if all(where != w for _, w in interp.written_deepspeed):
+                interp.written_deepspeed.append((written, where))
+        return Scalar("str") if qualified.endswith("dumps") or qualified.endswith("dump") and len(positional) == 1 \
+            else NONE
     if qualified in libraries.CONFIG_WRAPPERS and len(positional) == 1 and not kwargs:
         return positional[0] if isinstance(positional[0], DictVal) else UNKNOWN
     if qualified == "importlib.import_module" and isinstance(node, ast.Call) and node.args:
@@ -1554,7 +1563,7 @@ def deepspeed_initialize(interp: "Interpreter", frame: "Frame", positional: List
         config = load_config(interp, frame, config)
     half = deepspeed_half(config)
     if config is None and (kwargs.get("args") or positional[:1]):
-        half = shipped_deepspeed_half(interp, frame)
+        half = written_deepspeed_half(interp) or shipped_deepspeed_half(interp, frame)
     note_framework(interp, frame, "deepspeed", ("fp16" if half[0] == F16 else "bf16") if half else None, origin)
     model = kwargs.get("model") or (positional[1] if len(positional) > 1 else UNKNOWN)
 
@@ -1576,6 +1585,16 @@ def deepspeed_initialize(interp: "Interpreter", frame: "Frame", positional: List
 
     return Seq((engine_of(model), obj("optimizer", name=Scalar("str", "deepspeed"), master=Scalar("bool", True),
                                       params=UNKNOWN), UNKNOWN, UNKNOWN))
+
+
+def written_deepspeed_half(interp: "Interpreter") -> Optional[Tuple[int, Optional[str]]]:
+    """For a config named by ``args`` (``args.deepspeed_config``): the half dtype a DeepSpeed config
+    the program itself writes enables (``create_ds_config(args)`` dumps ``{"fp16": {"enabled":
+    True}, ...}`` to the path it sets there), unconditionally where that is its only one."""
+    halves = {deepspeed_half(config) for config, _ in interp.written_deepspeed}
+    if len(halves) != 1:
+        return None
+    return next(iter(halves))
 
 
 def shipped_deepspeed_half(interp: "Interpreter", frame: "Frame") -> Optional[Tuple[int, Optional[str]]]:
