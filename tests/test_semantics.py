@@ -4666,3 +4666,28 @@ def test_a_deepspeed_config_the_program_writes_is_the_one_its_engine_reads(tmp_p
     """
     assert _codes(tmp_path, code) == [f"{_line_of(code, 'torch.softmax(')}: AMP201"]
     assert _codes(tmp_path, code.replace('"enabled": True', '"enabled": False')) == []
+
+
+def test_a_weights_dict_an_instance_fills_with_half_tensors_reads_back_half(tmp_path: Path) -> None:
+    """``self.params = {}`` then ``self.params[name] = t.to(dtype)`` over a loaded checkpoint's keys,
+    ``dtype`` picked from a precision string: the field's dict holds those tensors, so a method that
+    reads ``self.params["head"]`` multiplies by a float16 (or, for "bf16", bfloat16) weight."""
+    code = """
+    import torch
+
+    class Runner:
+        def __init__(self, path, precision):
+            dtype = torch.float16 if precision == "fp16" else torch.bfloat16
+            raw = torch.load(path)
+            self.params = {}
+            for name in list(raw.keys()):
+                self.params[name] = raw[name].t().to(dtype)
+
+        def logits(self, h):
+            head = self.params["head"]
+            return h @ head  # <-
+
+    Runner("model.pth", "fp16").logits(torch.randn(4, 8))
+    """
+    values = values_at(tmp_path, {"m.py": code}, "m.py", "# <-")
+    assert [ctx["head"] for ctx in values] == ["tensor float16"]

@@ -1335,6 +1335,19 @@ class Interpreter:
                     if isinstance(genv.get(name), DictVal):
                         items[key] = registry_join((items.get(key), value))
                         genv[name] = DictVal(tuple(items.items()))
+            elif isinstance(container, DictVal) and isinstance(target.value, ast.Attribute) \
+                    and isinstance(target.value.value, ast.Name) and target.value.value.id == "self" \
+                    and carries_half(value) and not all(isinstance(o, (ClassVal, FuncVal)) for o in options(value)):
+                # ``self.z[k] = w.to(DTYPE)`` in a method filling the instance's dict of weights: the
+                # field's dict holds the half tensor under that key (any key where it is not known)
+                value = _weights_of(value)
+                key = _const_key(target.slice)
+                items = dict(container.items)
+                items[key] = join(items.get(key), value) if key is None else value
+                owner = frame.record.values.get(id(target.value.value), UNKNOWN)
+                for option in options(owner):
+                    if _class_info(option) is not None:
+                        self.replace_field(option, target.value.attr, container, DictVal(tuple(items.items())))
             elif isinstance(container, DictVal) and isinstance(target.value, ast.Attribute) and options(value) \
                     and all(isinstance(o, (ClassVal, FuncVal)) for o in options(value)):
                 # ``self._module_dict[name] = fn`` in a method of a registry class (mmcv's
@@ -1360,11 +1373,7 @@ class Interpreter:
         container_text = loops.get(target.slice.id) if loops else None  # type: ignore[attr-defined]
         if container_text is None or container_text != _expr_text(target.value, frame.module):
             return
-        tensors = [o for o in options(value) if isinstance(o, Tensor)]
-        if tensors:  # a dict of weights holds tensors: ``z[k].to(dtype=DTYPE)`` cast a tensor, no module
-            value = union_of(tensors) if len(tensors) > 1 else tensors[0]
-            value = _tensor_cast_origin(value)
-        filled = DictVal(((None, value),))
+        filled = DictVal(((None, _weights_of(value)),))
         field_node: Optional[ast.AST] = target.value
         if isinstance(target.value, ast.Name):
             name = target.value.id
@@ -3384,10 +3393,19 @@ _LOOP_EXITS = (ast.Break, ast.Continue, ast.Return, ast.Yield, ast.YieldFrom, as
 _LAYER_CASTS = frozenset({"half", "bfloat16", "to", "type"})
 
 
-def _tensor_cast_origin(value: Value) -> Value:
-    """``value`` with the origin of its half evidence read as a tensor's cast (``.to(dtype)`` on a
-    value of unknown kind is recorded as a module's cast, :func:`torch_api.cast_method`)."""
-    if isinstance(value, Tensor) and value.origin is not None and value.origin.kind == "module_cast":
+def _weights_of(value: Value) -> Value:
+    """What a dict of weights holds when ``value`` is stored in it: its tensors (``z[k].to(dtype)``
+    on a value of unknown kind may be a module's cast, :func:`torch_api.cast_method`; in a dict of
+    weights it cast a tensor), their half evidence read as a tensor's cast."""
+    tensors = [_tensor_cast_origin(o) for o in options(value) if isinstance(o, Tensor)]
+    if not tensors:
+        return value
+    return union_of(tensors) if len(set(tensors)) > 1 else tensors[0]
+
+
+def _tensor_cast_origin(value: Tensor) -> Tensor:
+    """``value`` with the origin of its half evidence read as a tensor's cast."""
+    if value.origin is not None and value.origin.kind == "module_cast":
         return replace(value, origin=replace(value.origin, kind="cast"))
     return value
 
