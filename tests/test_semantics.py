@@ -4691,3 +4691,43 @@ def test_a_weights_dict_an_instance_fills_with_half_tensors_reads_back_half(tmp_
     """
     values = values_at(tmp_path, {"m.py": code}, "m.py", "# <-")
     assert [ctx["head"] for ctx in values] == ["tensor float16"]
+
+
+def test_a_half_model_given_to_a_project_function_that_only_keeps_a_cache_on_it_is_not_handed_on(
+        tmp_path: Path) -> None:
+    """``memoized(self.net, key, fn, x)`` where ``memoized`` only reads and sets a cache attribute on
+    its first argument and calls ``fn``: the model is not handed to code that runs its forward, so
+    its forward, which the program never calls, is a guess (low confidence, shown in preview only).
+    Where the helper calls the model it is given, the forward is the program's own."""
+    code = """
+    import torch
+    from torch import nn
+
+    def memoized(owner, key, fn, *inputs):
+        cache = getattr(owner, "_memo", None)
+        if cache is None:
+            cache = {}
+            setattr(owner, "_memo", cache)
+        return fn(*inputs)
+
+    class Vocoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(16, 16)
+        def forward(self, x):
+            return torch.exp(self.proj(x))
+        def infer(self, x):
+            return self.proj(x).tanh()
+
+    class Service:
+        def __init__(self):
+            self.net = Vocoder()
+            self.net = self.net.half()
+        def run(self, x):
+            return memoized(self.net, "infer", lambda t: self.net.infer(t), x)
+
+    print(Service().run(torch.randn(2, 16).half()))
+    """
+    assert _codes(tmp_path, code) == []
+    calling = code.replace("return fn(*inputs)", "return owner(*inputs)")
+    assert _codes(tmp_path, calling) == [f"{_line_of(code, 'torch.exp(')}: AMP204"]

@@ -385,13 +385,41 @@ class Interpreter:
                         out.add(func.attr)
                     elif func.attr not in torch_api.MODULE_HOUSEKEEPING:
                         out.add(_HANDED)
-                if any(_dotted(a) == name for a in
-                       [a.value if isinstance(a, ast.Starred) else a for a in node.args]
-                       + [k.value for k in node.keywords]) and not _only_shows(func):
+                passed = [a for a in [a.value if isinstance(a, ast.Starred) else a for a in node.args]
+                          + [k.value for k in node.keywords] if _dotted(a) == name]
+                if passed and not _only_shows(func) and not all(self._kept_aside(node, a, where) for a in passed):
                     out.add(_HANDED)
             elif isinstance(node, ast.Return) and node.value is not None and _dotted(node.value) == name:
                 out.add(_HANDED)
         return out
+
+    def _kept_aside(self, call: ast.Call, arg: ast.AST, where: SourceModule) -> bool:
+        """``run_cuda_graph(self.net_g, ...)``: a project function whose parameter receiving the model
+        is only looked at (``getattr``/``setattr``/``hasattr`` of it, a cache kept on it), never
+        called, passed on, returned or a method of it called: the model is not handed to code that
+        runs it."""
+        if not isinstance(call.func, ast.Name) or isinstance(arg, ast.Starred):
+            return False
+        target = self.global_env(where).get(call.func.id)
+        fnode = target.info.node if isinstance(target, FuncVal) else None
+        if not isinstance(fnode, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return False
+        spec = fnode.args
+        positional = [a.arg for a in spec.posonlyargs + spec.args]
+        if arg in call.args:
+            index = call.args.index(arg)
+            if any(isinstance(a, ast.Starred) for a in call.args[:index]) or index >= len(positional):
+                return False
+            param = positional[index]
+        else:
+            keyword = next((k.arg for k in call.keywords if k.value is arg), None)
+            if keyword is None or keyword not in positional + [a.arg for a in spec.kwonlyargs]:
+                return False
+            param = keyword
+        looked_at = {id(c.args[0]) for c in ast.walk(fnode) if isinstance(c, ast.Call) and c.args
+                     and isinstance(c.func, ast.Name) and c.func.id in _LOOKING_AT}
+        return all(id(n) in looked_at for n in ast.walk(fnode)
+                   if isinstance(n, ast.Name) and n.id == param and isinstance(n.ctx, ast.Load))
 
     def add_seed(self, module: Value, frame: Frame) -> None:
         for option in options(module):
@@ -3141,6 +3169,10 @@ def adopt(value: Value, owner: Module, name: str = "") -> Value:
 
 #: a use of a half module that may run its forward out of sight (passed on, returned, a library method)
 _HANDED = "<handed>"
+
+#: builtins that only look at an object they are given (its attributes, its type, its identity)
+_LOOKING_AT = frozenset({"getattr", "setattr", "hasattr", "delattr", "isinstance", "type", "id", "print", "repr"})
+
 
 def _only_shows(func: ast.AST) -> bool:
     """``print(model)``, ``logger.info(model)``, ``torch.save(model, path)``: the model is shown or
