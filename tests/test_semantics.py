@@ -4475,13 +4475,9 @@ def test_a_store_under_keys_of_another_container_leaves_an_unknown_dict_unknown(
     assert [(ctx['state["head"]'], ctx["buf[0]"]) for ctx in values] == [("unknown", "unknown")]
 
 
-def test_a_half_model_kept_in_a_field_and_used_only_through_a_method_runs_its_forward_as_a_guess(
-        tmp_path: Path) -> None:
-    """``self.net = self.net.half()`` in a service class whose only use of ``self.net`` is its own
-    ``infer`` method: the forward is a guess, as for a model bound to a name. The uses read are those
-    of the field ``self.net``, not every ``self.method()`` call of the service; where the service
-    calls ``self.net(x)``, the forward is the program's own."""
-    code = """
+#: a model whose ``forward`` (an ``exp``, AMP204 in float16) the services below never call: they
+#: call its ``infer``
+_HALF_VOCODER = """
     import torch
     from torch import nn
 
@@ -4493,7 +4489,16 @@ def test_a_half_model_kept_in_a_field_and_used_only_through_a_method_runs_its_fo
             return torch.exp(self.proj(x))
         def infer(self, x):
             return self.proj(x).tanh()
+"""
 
+
+def test_a_half_model_kept_in_a_field_and_used_only_through_a_method_runs_its_forward_as_a_guess(
+        tmp_path: Path) -> None:
+    """``self.net = self.net.half()`` in a service class whose only use of ``self.net`` is its own
+    ``infer`` method: the forward is a guess, as for a model bound to a name. The uses read are those
+    of the field ``self.net``, not every ``self.method()`` call of the service; where the service
+    calls ``self.net(x)``, the forward is the program's own."""
+    code = _HALF_VOCODER + """
     class Service:
         def __init__(self):
             self.net = Vocoder()
@@ -4699,25 +4704,13 @@ def test_a_half_model_given_to_a_project_function_that_only_keeps_a_cache_on_it_
     its first argument and calls ``fn``: the model is not handed to code that runs its forward, so
     its forward, which the program never calls, is a guess (low confidence, shown in preview only).
     Where the helper calls the model it is given, the forward is the program's own."""
-    code = """
-    import torch
-    from torch import nn
-
+    code = _HALF_VOCODER + """
     def memoized(owner, key, fn, *inputs):
         cache = getattr(owner, "_memo", None)
         if cache is None:
             cache = {}
             setattr(owner, "_memo", cache)
         return fn(*inputs)
-
-    class Vocoder(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.proj = nn.Linear(16, 16)
-        def forward(self, x):
-            return torch.exp(self.proj(x))
-        def infer(self, x):
-            return self.proj(x).tanh()
 
     class Service:
         def __init__(self):
