@@ -4724,3 +4724,25 @@ def test_a_half_model_given_to_a_project_function_that_only_keeps_a_cache_on_it_
     assert _codes(tmp_path, code) == []
     calling = code.replace("return fn(*inputs)", "return owner(*inputs)")
     assert _codes(tmp_path, calling) == [f"{_line_of(code, 'torch.exp(')}: AMP204"]
+
+
+def test_models_a_plugin_loop_of_the_program_registers_are_among_those_it_builds(tmp_path: Path) -> None:
+    """The program imports one model file and a package whose ``__init__`` imports each module of
+    its folder by name (``importlib.import_module("plugins." + name)``): the models both register are
+    among those ``create_model(args.model)`` builds."""
+    other = _TIMM_MODELS.replace("Mixer", "Probe").replace("mixer_tiny", "probe_tiny").replace(
+        "# <- probs", "# <- other")
+    plugins = """
+    import importlib
+    import os
+
+    for name in sorted(os.listdir(os.path.dirname(__file__))):
+        if name.endswith(".py") and not name.startswith("_"):
+            importlib.import_module("plugins." + name[:-3])
+    """
+    app = _TIMM_APP.format(model="args.model").replace("import zoo_models", "import zoo_models\nimport plugins")
+    files = {"zoo_models.py": _TIMM_MODELS, "plugins/__init__.py": plugins, "plugins/probe.py": other,
+             "app.py": app}
+    assert _codes_in_project(tmp_path, files, "AMP201") == [
+        f"plugins/probe.py:{_line_of(other, '# <- other')}: AMP201",
+        f"zoo_models.py:{_line_of(_TIMM_MODELS, '# <- probs')}: AMP201"]

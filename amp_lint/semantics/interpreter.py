@@ -603,6 +603,7 @@ class Interpreter:
         for module in self.modules:
             if module.folder == folder and not module.is_package \
                     and not PurePosixPath(module.relpath).name.startswith("_"):
+                self.import_edges.setdefault(frame.module.relpath, set()).add(module.relpath)
                 self.run_module(module)
                 found_modules.append(ModVal(module))
         # the module imported is one of them (the plugin loop's current one, ``models.{args.model}``)
