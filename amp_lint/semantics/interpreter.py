@@ -1013,14 +1013,15 @@ class Interpreter:
             return texts[key]
         found = None
         target, iterable = node.target, node.iter
-        if isinstance(iterable, ast.Name):
-            iterable = _single_binding(frame.info.node if frame.info is not None else frame.module.tree,
-                                       iterable.id) or iterable
+        if isinstance(iterable, ast.Name):  # ``keys = list(z.keys())`` bound once, then ``for k in keys``
+            binding = _single_assignment(frame.info.node if frame.info is not None else frame.module.tree,
+                                         iterable.id)
+            iterable = binding.value if binding is not None else iterable
         container, items = _keys_of(iterable)
         if items:  # ``for k, v in z.items()``
             target = target.elts[0] if isinstance(target, ast.Tuple) and len(target.elts) == 2 else None
         if container is not None and isinstance(target, ast.Name):
-            found = (target.id, _expr_text(container, frame.module))
+            found = (target.id, _dotted(container))
         texts[key] = found
         return found
 
@@ -1400,7 +1401,7 @@ class Interpreter:
         one (``z = self.z``), the field holds it too."""
         loops = self.key_loops.get(id(frame))
         container_text = loops.get(target.slice.id) if loops else None  # type: ignore[attr-defined]
-        if container_text is None or container_text != _expr_text(target.value, frame.module):
+        if container_text is None or container_text != _dotted(target.value):
             return
         filled = DictVal(((None, _weights_of(value)),))
         field_node: Optional[ast.AST] = target.value
@@ -2783,15 +2784,8 @@ def _dtype_of_name(name: str, test: ast.AST, frame: Frame) -> Optional[str]:
 
 
 def _dtype_of_name_in(name: str, test: ast.AST, scope: ast.AST) -> Optional[str]:
-    binding: Optional[ast.Assign] = None
-    for stmt in walk_scope(scope):
-        targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)] \
-            if isinstance(stmt, (ast.AugAssign, ast.AnnAssign, ast.For)) else []
-        if any(isinstance(sub, ast.Name) and sub.id == name for t in targets if t is not None for sub in ast.walk(t)):
-            if binding is not None or not isinstance(stmt, ast.Assign):
-                return None
-            binding = stmt
-    if binding is None or len(binding.targets) != 1 or not isinstance(binding.targets[0], ast.Name):
+    binding = _single_assignment(scope, name)
+    if binding is None:
         return None
     source = binding.value
     if not (isinstance(source, ast.Attribute) and source.attr == "dtype" and isinstance(source.value, ast.Name)):
@@ -3460,32 +3454,25 @@ def _keys_of(iterable: ast.AST) -> Tuple[Optional[ast.AST], bool]:
     return None, False
 
 
-def _single_binding(scope: ast.AST, name: str) -> Optional[ast.AST]:
-    """The value of the one assignment ``name = value`` in ``scope`` (not in nested functions),
-    None where there is none or more than one."""
-    found: List[ast.AST] = []
-    stack = list(ast.iter_child_nodes(scope))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+def _single_assignment(scope: ast.AST, name: str) -> Optional[ast.Assign]:
+    """The one statement that binds ``name`` in ``scope`` (not in nested functions) when it is a
+    plain ``name = value``; None where there is none, more than one, or another kind of binding
+    (``+=``, unpacking, a loop or ``with`` target, ``:=``)."""
+    found: Optional[ast.Assign] = None
+    for node in walk_scope(scope):
+        if isinstance(node, ast.Assign):
+            targets: List[Optional[ast.AST]] = list(node.targets)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.NamedExpr)):
+            targets = [node.target]
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            targets = [item.optional_vars for item in node.items]
+        else:
             continue
-        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With, ast.NamedExpr)):
-            targets = node.targets if isinstance(node, ast.Assign) else \
-                [node.target] if not isinstance(node, ast.With) else [i.optional_vars for i in node.items]
-            if any(isinstance(t, ast.Name) and t.id == name for target in targets if target is not None
-                   for t in ast.walk(target)):
-                if not isinstance(node, ast.Assign) or len(node.targets) != 1:
-                    return None
-                found.append(node.value)
-        stack.extend(ast.iter_child_nodes(node))
-    return found[0] if len(found) == 1 else None
-
-
-def _expr_text(node: ast.AST, module: SourceModule) -> str:
-    key = ("text", id(node))
-    found = module.texts.get(key)
-    if found is None:
-        found = module.texts[key] = ast.unparse(node)
+        if any(isinstance(sub, ast.Name) and sub.id == name for t in targets if t is not None for sub in ast.walk(t)):
+            if found is not None or not (isinstance(node, ast.Assign) and len(node.targets) == 1
+                                         and isinstance(node.targets[0], ast.Name)):
+                return None
+            found = node
     return found
 
 
