@@ -822,6 +822,50 @@ def test_deepspeed_casts_the_engine_where_its_config_enables_fp16(tmp_path: Path
     assert codes("", {"other.json": '{"fp16": {"enabled": true}}'}) == []  # not a DeepSpeed config
 
 
+def test_apex_on_one_branch_does_not_protect_a_value_another_branch_made_half(tmp_path: Path) -> None:
+    """``if args.backend == "apex":`` initialises apex O1, ``elif args.backend == "torch":`` opens an
+    autocast region for the forward only: a loss taken after that region closes runs in float16 in
+    the run where the region made it, and apex's patches, set up only in the other run, do not
+    reach it (AMP202, under the region's condition). Conditions that can both hold leave apex's
+    patches in force; a loss inside the region is protected by it."""
+    code = """
+    import contextlib
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+    from apex import amp
+
+    def evaluate(net, batches, region):
+        for images, labels in batches:
+            with region():
+                scores = net(images)
+            loss = F.cross_entropy(scores, labels)  # <-
+            print(loss.item())
+
+    def run(args):
+        net = nn.Sequential(nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 10)).cuda()
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        region = contextlib.nullcontext
+        if args.backend == "apex":
+            net, opt = amp.initialize(net, opt, opt_level="O1")
+        elif args.backend == "torch":
+            region = torch.autocast
+        evaluate(net, [(torch.randn(8, 32).cuda(), torch.zeros(8, dtype=torch.long).cuda())], region)
+    """
+    def amp202(text: str) -> str:
+        (tmp_path / "m.py").write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+        return subprocess.run([sys.executable, "-m", "amp_lint", "check", "--isolated", "--no-cache", "--select",
+                               "AMP202", str(tmp_path / "m.py")], capture_output=True, text=True).stdout
+
+    found = amp202(code)
+    assert f"m.py:{_line_of(code, '# <-')}:" in found and "(outside autocast)" in found, found
+    assert 'when `args.backend == "torch"`' in found, found
+    assert amp202(code.replace('elif args.backend == "torch":', 'if args.autocast:')) == ""
+    inside = code.replace("                scores = net(images)\n            loss",
+                          "                scores = net(images)\n                loss")
+    assert inside != code and amp202(inside) == ""
+
+
 def test_apex_o1_patches_torch_for_what_its_model_returns(tmp_path: Path) -> None:
     """apex O1 patches torch's functions for the whole process: a softmax or a sum taken outside
     the model, in a helper, on what an O1 model returned (float16 from its linear layers) runs in

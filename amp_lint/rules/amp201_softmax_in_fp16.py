@@ -295,7 +295,7 @@ class SoftmaxInFp16(Rule):
             site = matched
             found.append((obs, tensor))
             hazards.append(Hazard(obs, f"`{kind}` runs {obs.where(tensor)}; compute it in float32 and cast "
-                                       "back", obs.label(tensor.dtypes), tensor))
+                                       "back", obs.label(tensor.dtypes, tensor), tensor))
         if site is None:
             return
         kind, source, form = site

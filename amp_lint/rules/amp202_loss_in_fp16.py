@@ -129,11 +129,11 @@ class LossInFp16(Rule):
             loss = self._loss(obs, node)
             if loss is None:
                 continue
-            if obs.autocast:
-                continue  # autocast (CUDA and CPU) runs every loss in float32
             inputs = self._inputs(node, LOSSES[loss])
             halves = [(arg, half_of(obs, arg)) for arg in inputs]
-            halves = [(arg, t) for arg, t in halves if t is not None and not obs.fp32_lists_for(t)]
+            # autocast (CUDA and CPU) runs every loss in float32, where it is in force for the input
+            halves = [(arg, t) for arg, t in halves
+                      if t is not None and not obs.protected(t) and not obs.fp32_lists_for(t)]
             if not halves:
                 continue
             for arg, _ in halves:
@@ -141,7 +141,7 @@ class LossInFp16(Rule):
                     half_inputs.append(arg)
             tensor = halves[0][1]
             hazards.append(Hazard(obs, f"`{loss}` computed {obs.where(tensor)}; call `.float()` on its inputs",
-                                  obs.label(tensor.dtypes), tensor))
+                                  obs.label(tensor.dtypes, tensor), tensor))
         if hazards:
             plan = FixPlan("Call `.float()` on the loss inputs", Applicability.UNSAFE,
                            lambda fctx: self._fix(fctx, half_inputs))

@@ -438,7 +438,7 @@ class NormOrReductionInFp16(Rule):
             site = found
             what = "mean of squares" if squared is not None else f"`{op}`"
             hazards.append(Hazard(obs, f"{what} computed {obs.where(tensor)}; it overflows above 65504 - compute it "
-                                       "in float32", obs.label(tensor.dtypes), tensor))
+                                       "in float32", obs.label(tensor.dtypes, tensor), tensor))
         if site is None:
             return
         op, source, form = site

@@ -327,7 +327,7 @@ class OverflowPronePointwiseInFp16(Rule):
             source = src
             where = obs.where(tensor) + (", in place, which autocast does not upcast" if inplace else "")
             hazards.append(Hazard(obs, f"`{op}` computed {where}: {threshold}; compute it in float32",
-                                  obs.label(tensor.dtypes), tensor))
+                                  obs.label(tensor.dtypes, tensor), tensor))
         if source is None:
             return
         # an in-place op has no float32 form that changes the tensor it was given: no fix

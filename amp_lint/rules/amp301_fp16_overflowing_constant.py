@@ -231,7 +231,7 @@ class Fp16OverflowingConstant(Rule):
                 hazards.append(Hazard(obs, f"`{format_number(value.number)}` overflows {dtype_label(dtype)} (max "
                                            f"{format_number(max_of(dtype))}): the {role} tensor is "
                                            f"{obs.where(tensor)[3:]}; use `torch.finfo(<tensor>.dtype)."
-                                           f"{'min' if number < 0 else 'max'}`", obs.label(tensor.dtypes), tensor))
+                                           f"{'min' if number < 0 else 'max'}`", obs.label(tensor.dtypes, tensor), tensor))
         if chosen is None:
             return
         site = chosen

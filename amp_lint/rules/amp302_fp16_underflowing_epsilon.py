@@ -253,11 +253,11 @@ class Fp16UnderflowingEpsilon(Rule):
         if half is None or not half.dtypes & F16:
             return None
         return Hazard(obs, f"eps `{format_number(value.number)}` rounds to 0 in float16 (smallest subnormal 6e-8) and "
-                           f"the operand is {obs.where(half)[3:]}; compute this in float32", obs.label(half.dtypes), half)
+                           f"the operand is {obs.where(half)[3:]}; compute this in float32", obs.label(half.dtypes, half), half)
 
     def _normalize(self, obs, node: ast.Call) -> Optional[Hazard]:
         source = find_arg(node, "input", 0)
-        if source is None or obs.cuda_autocast:
+        if source is None:
             return None
         eps = find_arg(node, "eps", 3)
         if eps is not None:
@@ -265,10 +265,10 @@ class Fp16UnderflowingEpsilon(Rule):
             if value is None or not underflows(value, "f16"):
                 return None
         half = half_of(obs, source)
-        if half is None or not half.dtypes & F16:
+        if half is None or not half.dtypes & F16 or (obs.cuda_autocast and not obs.state_excluded_for(half)):
             return None
         return Hazard(obs, f"`F.normalize` on {obs.where(half)[3:]}: its eps (default 1e-12) rounds to 0 in float16; "
-                           "normalise in float32 and cast back", obs.label(half.dtypes), half)
+                           "normalise in float32 and cast back", obs.label(half.dtypes, half), half)
 
     def _optimizer(self, obs, node: ast.Call, short: str) -> Optional[Hazard]:
         optimizer = obs.value(node)

@@ -165,7 +165,7 @@ class FillValueFromWrongDtype(Rule):
                 found.append((obs, tensor))
                 hazards.append(Hazard(obs, f"`torch.finfo({dtype_label(bad[0][0])}).{which}` does not fit the filled "
                                            f"tensor, which is {obs.where(tensor)[3:]}; take the finfo of the tensor "
-                                           "being filled", obs.label(tensor.dtypes), tensor))
+                                           "being filled", obs.label(tensor.dtypes, tensor), tensor))
         if chosen is None:
             return
         site = chosen

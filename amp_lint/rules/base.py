@@ -197,7 +197,9 @@ class Hazard:
 
     @property
     def condition(self) -> Optional[str]:
-        origin = None
+        origin = self.observation.unprotected_origin(self.value)
+        if origin is not None:  # half where the context's autocast state is not in force
+            return origin.condition
         for option in getattr(self.value, "options", (self.value,)) if self.value is not None else ():
             origin = getattr(option, "origin", None) or origin
         if origin is None:

@@ -15,7 +15,7 @@ from pathlib import PurePosixPath
 from typing import Collection, Dict, Iterator, List, Optional, Set, Tuple
 
 from amp_lint.data import ops as optable
-from amp_lint.semantics.interpreter import Interpreter, Record, State, condition_texts
+from amp_lint.semantics.interpreter import Interpreter, Record, State, condition_texts, conditions_exclusive
 from amp_lint.semantics.program import SourceModule
 from amp_lint.semantics.values import (
     BF16, HALF, UNKNOWN, DType, Ext, Module, Obj, Origin, Scalar, Tensor, Value, apex_o1_only, dtype_label, options,
@@ -62,12 +62,38 @@ class Observation:
         state = self.record.state
         return state is not None and state[0] in (CUDA, APEX)
 
+    def state_excluded_for(self, value: Optional[Value]) -> bool:
+        """Whether ``value`` is half in a run where this context's autocast state is not in force
+        (:meth:`unprotected_origin`)."""
+        return self.unprotected_origin(value) is not None
+
+    def unprotected_origin(self, value: Optional[Value]) -> Optional[Origin]:
+        """Half evidence of ``value`` from a run where this context's autocast state is not in
+        force: the state holds under a condition (apex O1 set up ``when use_amp == "apex"``) that
+        this evidence excludes (an autocast region ``when use_amp == "native"`` made the value).
+        In that run no region or patch protects the value."""
+        origin = self.record.autocast_origin
+        if value is None or self.record.state is None or origin is None or not origin.condition:
+            return None
+        for option in options(value):
+            if isinstance(option, Tensor) and option.half:
+                for other in ((option.origin,) if option.origin is not None else ()) + option.also:
+                    if other.condition and conditions_exclusive(origin.condition, other.condition):
+                        return other
+        return None
+
+    def protected(self, value: Optional[Value]) -> bool:
+        """Under autocast (any device) in every run where ``value`` is half: :attr:`autocast`, unless
+        :meth:`state_excluded_for` the value."""
+        return self.autocast and not self.state_excluded_for(value)
+
     def fp32_lists_for(self, tensor: Optional[Tensor]) -> bool:
         """Whether the ops autocast keeps in float32 run so on ``tensor`` here: under CUDA autocast
-        or apex O1 (:attr:`cuda_autocast`), or, outside any region, on a tensor whose half evidence
-        is all an apex-O1 model's (apex patched torch's functions for the whole process)."""
+        or apex O1 (:attr:`cuda_autocast`, not :meth:`state_excluded_for` the tensor), or, outside
+        any region, on a tensor whose half evidence is all an apex-O1 model's (apex patched torch's
+        functions for the whole process)."""
         if self.cuda_autocast:
-            return True
+            return not self.state_excluded_for(tensor)
         return self.record.state is None and tensor is not None and apex_o1_only((tensor,))
 
     def keeps_in_fp32(self, op: str, tensor: Optional[Tensor], functional: bool = True) -> bool:
@@ -133,9 +159,10 @@ class Observation:
                    for o in ((option.origin,) if option.origin is not None else ()) + option.also]
         return bool(origins) and all(self.facts.another_program(entry, o.path) for o in origins)
 
-    def label(self, dtypes: int) -> str:
-        """The precision context label of a half value here (AUTOCAST_FP16, PURE_BF16, ...)."""
-        state = self.record.state
+    def label(self, dtypes: int, value: Optional[Value] = None) -> str:
+        """The precision context label of a half value here (AUTOCAST_FP16, PURE_BF16, ...); ``value``:
+        the value, where the state may not be in force for it (:meth:`state_excluded_for`)."""
+        state = None if self.state_excluded_for(value) else self.record.state
         if state is not None:
             return "AUTOCAST_BF16" if state[1] == BF16 else "AUTOCAST_FP16"
         return "PURE_BF16" if (dtypes & HALF) == BF16 else "PURE_FP16"
@@ -146,8 +173,9 @@ class Observation:
         for option in options(value):
             dtypes |= getattr(option, "dtypes", 0)
         name = dtype_label(dtypes & HALF or dtypes)
-        origin = _origin_of(value)
-        state = self.record.state
+        unprotected = self.unprotected_origin(value)
+        origin = unprotected or _origin_of(value)
+        state = None if unprotected is not None else self.record.state
         if origin is not None and origin.kind != "autocast" or state is None:
             kind = origin.kind if origin is not None else ""
             what = {"module_cast": f"a module cast to {name}", "helper_cast": f"a module cast to {name}", "from_pretrained": f"a model loaded in {name}",
@@ -163,14 +191,17 @@ class Observation:
         """Where the half dtype of ``value`` (or the autocast region) comes from: its origin, then the
         other places a module or tensor it may be was made half (``Module.also``, ``Tensor.also``)."""
         steps: List[Evidence] = []
-        origin = _origin_of(value) if value is not None else None
+        origin = (self.unprotected_origin(value) or _origin_of(value)) if value is not None else None
         if origin is None and self.record.state is not None:
             origin = self.record.autocast_origin
         if origin is not None:
             steps.append(Evidence(origin.path, origin.line, _origin_message(origin)))
             seen = {origin.key}
             for option in options(value) if value is not None else ():
-                for other in option.also if isinstance(option, (Module, Tensor)) else ():
+                if not isinstance(option, (Module, Tensor)):
+                    continue
+                half = option.half if isinstance(option, Tensor) else bool(option.cast & HALF)
+                for other in ((option.origin,) if option.origin is not None and half else ()) + option.also:
                     if other.key not in seen:
                         seen.add(other.key)
                         steps.append(Evidence(other.path, other.line, "also " + _origin_message(other)))

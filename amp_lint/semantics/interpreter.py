@@ -2728,6 +2728,43 @@ def _exclusive(left: Compared, right: Compared) -> bool:
     return False
 
 
+def conditions_exclusive(left: str, right: str) -> bool:
+    """Whether two conditions of evidence (``Origin.condition``, source texts) cannot both hold: one
+    negates the other (``args.amp`` / ``not args.amp``, ``s is None`` / ``s is not None``), or a
+    conjunct of each compares the same expression with constants no value satisfies both ways
+    (``use_amp == "apex"`` / ``use_amp == "native"``). A text cut short (not an expression) is not."""
+    a, b = _condition_tree(left), _condition_tree(right)
+    if a is None or b is None:
+        return False
+    if _negation_text(a) == ast.unparse(b) or _negation_text(b) == ast.unparse(a):
+        return True
+    compares = [c for c in map(_compared_constants, _conjuncts(a)) if c is not None]
+    return any(_exclusive(x, y) for x in compares
+               for y in (c for c in map(_compared_constants, _conjuncts(b)) if c is not None))
+
+
+_CONDITION_TREES: Dict[str, Optional[ast.AST]] = {}
+
+
+def _condition_tree(text: str) -> Optional[ast.AST]:
+    if text not in _CONDITION_TREES:
+        try:
+            _CONDITION_TREES[text] = ast.parse(text, mode="eval").body
+        except (SyntaxError, ValueError):
+            _CONDITION_TREES[text] = None
+    return _CONDITION_TREES[text]
+
+
+def _negation_text(test: ast.AST) -> Optional[str]:
+    """The source text of ``not test`` as its simplest form reads (``x`` for ``not x``, ``x != c``
+    for ``x == c``)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return ast.unparse(test.operand)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _NEGATED_OPS:
+        return f"{ast.unparse(test.left)} {_NEGATED_OPS[type(test.ops[0])]} {ast.unparse(test.comparators[0])}"
+    return ast.unparse(ast.UnaryOp(ast.Not(), test))
+
+
 def _dtype_narrowing(test: ast.AST, frame: Frame) -> Optional[Tuple[str, int, bool]]:
     """``(name, dtypes, holds)`` when ``test`` checks a local tensor's (or model's) dtype against literal dtypes:
     ``x.dtype == torch.float16`` (holds: x is float16 in the body), ``!=``, ``is``, ``in (...)``,
