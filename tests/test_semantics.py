@@ -1411,8 +1411,8 @@ def test_a_cast_back_in_a_forward_whose_input_is_unknown_or_maybe_a_number(tmp_p
 
 
 def test_a_cast_in_another_program_is_no_evidence_in_this_one(tmp_path: Path) -> None:
-    """Two scripts share a wrapper class that keeps the model in a field: the inference script
-    wraps a model cast to half, the training script an fp32 one. The field joins both, but the
+    """Two scripts share a wrapper class that keeps the model in a field a method sets: the inference
+    script wraps a model cast to half, the training script an fp32 one. The field joins both, but the
     two programs share no objects at run time: the training run's exp of the model's output is not
     half, nor its loss at ``.backward()``. Before, the inference script's cast showed up in the
     training run as AMP204 and AMP102. A training script that imports the other one, or that
@@ -1427,8 +1427,9 @@ def test_a_cast_in_another_program_is_no_evidence_in_this_one(tmp_path: Path) ->
         def forward(self, x):
             return self.fc(x)
     class Runner:
-        def __init__(self, net):
+        def attach(self, net):
             self.net = net
+            return self
         def sample(self, x):
             return self.net(x).argmax(-1)
         def loss(self, x):
@@ -1438,7 +1439,7 @@ def test_a_cast_in_another_program_is_no_evidence_in_this_one(tmp_path: Path) ->
     import torch
     from lib import Runner, Scorer
     def main():
-        runner = Runner(Scorer().cuda().half())
+        runner = Runner().attach(Scorer().cuda().half())
         print(runner.sample(torch.randn(2, 8).cuda().half()))
     if __name__ == "__main__":
         main()
@@ -1447,7 +1448,7 @@ def test_a_cast_in_another_program_is_no_evidence_in_this_one(tmp_path: Path) ->
     import torch
     from lib import Runner, Scorer
     def main():
-        runner = Runner(Scorer().cuda())
+        runner = Runner().attach(Scorer().cuda())
         opt = torch.optim.SGD(runner.net.parameters(), lr=0.1)
         for _ in range(3):
             loss = runner.loss(torch.randn(2, 8).cuda())
@@ -1469,12 +1470,12 @@ def test_a_cast_in_another_program_is_no_evidence_in_this_one(tmp_path: Path) ->
     assert codes({"lib.py": lib, "infer.py": infer, "train.py": train}) == []
     # the training script imports the inference one: its casts may run in this program
     imports = train.replace("from lib import Runner, Scorer", "from lib import Runner, Scorer\n    import infer")
-    assert codes({"train.py": imports}) == ["lib.py:15: AMP204", "train.py:9: AMP102"]
+    assert codes({"train.py": imports}) == ["lib.py:16: AMP204", "train.py:9: AMP102"]
     # ... and so does one that makes something half itself: a summary shared by equal calls may
     # name the other program's cast for its own, so the evidence is kept there
-    casting = train.replace("runner = Runner(Scorer().cuda())", "runner = Runner(Scorer().cuda())\n"
+    casting = train.replace("runner = Runner().attach(Scorer().cuda())", "runner = Runner().attach(Scorer().cuda())\n"
                             "        noise = torch.randn(2, 8).cuda().half()")
-    assert codes({"train.py": casting})[:1] == ["lib.py:15: AMP204"]
+    assert codes({"train.py": casting})[:1] == ["lib.py:16: AMP204"]
 
 
 def test_top_level_scripts_are_programs_and_a_promotion_keeps_the_half_evidence(tmp_path: Path) -> None:
@@ -4715,6 +4716,117 @@ def test_a_deepspeed_config_the_program_writes_is_the_one_its_engine_reads(tmp_p
     """
     assert _codes(tmp_path, code) == [f"{_line_of(code, 'torch.softmax(')}: AMP201"]
     assert _codes(tmp_path, code.replace('"enabled": True', '"enabled": False')) == []
+
+
+def test_unpacking_a_slice_of_a_module_list_gives_its_layers(tmp_path: Path) -> None:
+    """``inner, outer = self.stages[k:k + 2]`` in a loop over a ``ModuleList``'s indices: each name
+    is one of the list's layers, cast with their model, so a softmax in a layer of a model cast
+    to half is a finding."""
+    code = """
+    import torch
+    from torch import nn
+
+    class Mixer(nn.Module):
+        def __init__(self, width):
+            super().__init__()
+            self.score = nn.Linear(width, width)
+
+        def forward(self, h):
+            weights = self.score(h).softmax(dim=-1)
+            return weights * h
+
+    class Stack(nn.Module):
+        def __init__(self, width, depth):
+            super().__init__()
+            self.stages = nn.ModuleList([Mixer(width) for _ in range(2 * depth)])
+
+        def forward(self, h):
+            for k in range(0, len(self.stages), 2):
+                inner, outer = self.stages[k:k + 2]  # <-
+                h = outer(inner(h))
+            return h
+
+    net = Stack(32, 3).half()
+    print(net(torch.randn(4, 32, dtype=torch.float16)))
+    """
+    assert set(one(tmp_path, code, "# <-", "inner")) == {"module Mixer with float16 parameters"}
+    assert _codes(tmp_path, code) == [f"{_line_of(code, '.softmax(')}: AMP201"]
+
+
+def test_a_wrapper_instance_keeps_the_model_it_was_given(tmp_path: Path) -> None:
+    """A plain class that keeps the model it is given (``self.net = net``) and calls it: the
+    sampling script wraps a half model, the training script a float32 one. Each wrapper calls its
+    own model, so the training loop is found in fp32 (AMP001) whatever order the files are
+    analysed in; the class's field, the join of both, made the training loss half when the
+    sampling script ran first."""
+    files = {
+        "diffusion.py": """
+        import torch
+
+
+        class Wrapped:
+            def __init__(self, net, scale):
+                self.net = net
+                self.scale = scale
+
+            def __call__(self, x, t):
+                return self.net(x, t * self.scale)
+
+
+        class Diffusion:
+            def wrap(self, net):
+                return Wrapped(net, 1000)
+
+            def loss(self, net, x0, t):
+                out = self.wrap(net)(x0 + torch.randn_like(x0), t)
+                return ((out - x0) ** 2).mean()
+
+            def sample(self, net, shape, dtype):
+                x = torch.randn(shape, dtype=dtype)
+                for step in range(10):
+                    x = self.wrap(net)(x, torch.full((shape[0],), step, dtype=dtype))
+                return x
+        """,
+        "model.py": """
+        import torch
+        from torch import nn
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(16, 16)
+
+            def forward(self, x, t):
+                return self.fc(x) * t[:, None]
+        """,
+        "sample.py": """
+        import torch
+        from diffusion import Diffusion
+        from model import Net
+
+        if __name__ == "__main__":
+            net = Net().half()
+            print(Diffusion().sample(net, (2, 16), torch.float16))
+        """,
+        "train.py": """
+        import torch
+        from diffusion import Diffusion
+        from model import Net
+
+        if __name__ == "__main__":
+            net = Net()
+            opt = torch.optim.AdamW(net.parameters())
+            diffusion = Diffusion()
+            for x0 in torch.randn(100, 2, 16):
+                loss = diffusion.loss(net, x0, torch.rand(2))
+                loss.backward()
+                opt.step()
+                opt.zero_grad()
+        """,
+    }
+    line = _line_of(files["train.py"], "loss.backward()")
+    assert _codes_in_project(tmp_path, files, "AMP001") == [f"train.py:{line}: AMP001"]
 
 
 def test_a_weights_dict_an_instance_fills_with_half_tensors_reads_back_half(tmp_path: Path) -> None:

@@ -1325,6 +1325,8 @@ class Interpreter:
                     self.bind(elt.value if isinstance(elt, ast.Starred) else elt, items[i], frame)
                 elif isinstance(elt, ast.Starred):
                     self.bind(elt.value, Coll(element(value) if not isinstance(value, Tensor) else value), frame)
+                elif isinstance(value, Module) and value.items:  # ``a, b = self.blocks[i:i + 2]``
+                    self.bind(elt, self.iterate(value, frame), frame)
                 else:
                     self.bind(elt, value if isinstance(value, Tensor) else element(value), frame)
         elif isinstance(target, ast.Attribute):
@@ -2224,6 +2226,10 @@ class Interpreter:
                 instance = built  # ``self.half()`` in ``__init__``: the instance is built cast
             if changed and isinstance(node, ast.Call):  # ``inner.half()`` on an argument: the caller's
                 self._apply_effects(changed, node, instance, frame)
+            if isinstance(instance, Instance) and not instance.own:
+                own = _models_kept(init, cls, args, kwargs)
+                if own:
+                    instance = Instance(cls, own)
         elif getattr(info, "is_dataclass", False) or any(getattr(c, "is_dataclass", False) for c in self.mro(info)):
             own = self._dataclass_fields(info, args, kwargs)
             if isinstance(instance, Instance) and own is not None:
@@ -2478,6 +2484,49 @@ class _ClassNamespace(dict):
         if key in self:
             return dict.__getitem__(self, key)
         return self._globals.get(key, default)
+
+
+def _models_kept(init: FunctionInfo, cls: ClassVal, args: List[Value], kwargs: Dict[str, Value]
+                 ) -> Tuple[Tuple[str, Value], ...]:
+    """The fields a plain class's ``__init__`` sets once, at its top level, to a parameter it is given
+    anything but plain data in (``self.model = model`` in a wrapper), where it calls no method of
+    the instance, no ``super()`` and hands the instance to nothing: the instance's own, so that a
+    wrapper of a sampling script's half model and one of the training script's float32 model
+    each call their own (the class's field joins every instance's)."""
+    fnode = init.node
+    spec = fnode.args  # type: ignore[attr-defined]
+    if not spec.args:
+        return ()
+    this = spec.args[0].arg
+    stores: Counter = Counter()
+    rebound: Set[str] = set()
+    for sub in ast.walk(fnode):
+        if isinstance(sub, ast.Call) and (isinstance(sub.func, ast.Name) and sub.func.id in ("super", "setattr", "vars")
+                                          or isinstance(sub.func, ast.Attribute) and isinstance(sub.func.value, ast.Name)
+                                          and sub.func.value.id == this):
+            return ()  # ``super().__init__()``, ``self.setup()``: fields may be stored again
+        for child in ast.iter_child_nodes(sub):
+            if isinstance(child, ast.Name) and child.id == this and not isinstance(sub, ast.Attribute):
+                return ()  # ``self`` handed on (``register(self)``): fields may be stored again
+        if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Store) and isinstance(sub.value, ast.Name) \
+                and sub.value.id == this:
+            stores[sub.attr] += 1
+        elif isinstance(sub, ast.Name) and isinstance(sub.ctx, (ast.Store, ast.Del)):
+            rebound.add(sub.id)
+    kept = [(stmt.targets[0].attr, stmt.value.id) for stmt in fnode.body  # type: ignore[attr-defined]
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Attribute)
+            and isinstance(stmt.targets[0].value, ast.Name) and stmt.targets[0].value.id == this
+            and isinstance(stmt.value, ast.Name) and stmt.value.id not in rebound
+            and stores[stmt.targets[0].attr] == 1]
+    if not kept:
+        return ()
+    env, _ = bind_arguments(fnode, Instance(cls), args, kwargs, None)
+    own = [(attr, value) for attr, value in ((attr, env.get(param, UNKNOWN)) for attr, param in kept)
+           if not all(isinstance(o, (Scalar, Seq, Coll, DictVal)) for o in options(value))]
+    # data (sizes, names, their lists) is read from the class's fields, as before (fewer contexts);
+    # anything else, unknown included, is the instance's own: what other instances were given is
+    # no evidence for it
+    return tuple(sorted(own, key=lambda pair: pair[0]))
 
 
 def bind_arguments(node: ast.AST, bound: Optional[Value], args: List[Value], kwargs: Dict[str, Value],

@@ -593,7 +593,8 @@ def _settled(value: Value) -> int:
         kinds: Set[Any] = set()
         found = len(value.options)
         for member in options(value):
-            kind = (member.cls, member.mode) if type(member) is Module else type(member)  # type: ignore[attr-defined]
+            kind = (member.cls, member.mode) if type(member) is Module else (  # type: ignore[attr-defined]
+                (Instance, member.cls) if type(member) is Instance else type(member))  # type: ignore[attr-defined]
             if type(member) in _MERGING and kind in kinds:
                 found = 0
                 break
@@ -762,6 +763,14 @@ def _learned_join(a: "Tensor", b: "Tensor") -> bool:
 def _join_same(a: Value, b: Value) -> Optional[Value]:
     """The join of two values of one kind, None where they stay apart in a union. Only the kinds
     in :data:`_MERGING` ever merge."""
+    if isinstance(a, Instance):
+        assert isinstance(b, Instance)
+        if a.cls != b.cls or getattr(getattr(a.cls, "info", None), "is_dataclass", False):
+            return None  # two configs of one dataclass keep their own sizes
+        # the fields a wrapper keeps of its own, joined; where either reads the class's, both do
+        if not a.own or not b.own or [k for k, _ in a.own] != [k for k, _ in b.own]:
+            return Instance(a.cls)
+        return Instance(a.cls, tuple((k, join(v, w)) for (k, v), (_, w) in zip(a.own, b.own)))
     if isinstance(a, Tensor):
         assert isinstance(b, Tensor)
         origin = a.origin if (a.origin is not None and (a.half or a.graph & HALF)) or b.origin is None else b.origin
@@ -838,7 +847,7 @@ def _join_same(a: Value, b: Value) -> Optional[Value]:
 
 
 #: the kinds of value :func:`_join_same` may merge (other kinds stay apart in a union)
-_MERGING = frozenset({Tensor, Scalar, Module, Seq, Coll, Obj, Autocast, DType, DictVal})
+_MERGING = frozenset({Tensor, Scalar, Module, Seq, Coll, Obj, Autocast, DType, DictVal, Instance})
 
 
 def _elem(value: Value) -> Value:
