@@ -4718,6 +4718,31 @@ def test_a_deepspeed_config_the_program_writes_is_the_one_its_engine_reads(tmp_p
     assert _codes(tmp_path, code.replace('"enabled": True', '"enabled": False')) == []
 
 
+def test_an_indexed_layer_of_a_loaded_half_model_is_half(tmp_path: Path) -> None:
+    """``model.transformer.h[k]`` of a checkpoint loaded in float16 (a library class, its layers
+    unknown by name): the indexed layer is a submodule with the model's cast, as its attributes
+    are, so the weights of its ``nn.Linear`` layers are float16 and the mean squared distance of
+    loaded features (of unknown dtype) to them is a finding (AMP203)."""
+    code = """
+    import torch
+    from torch import nn
+    from transformers import AutoModelForCausalLM
+
+    def probe(model, feats):
+        blocks = model.transformer.h
+        for k in range(len(blocks)):
+            block = blocks[k]  # <-
+            linears = {n: m for n, m in block.named_modules() if isinstance(m, nn.Linear)}
+            for name, layer in linears.items():
+                print(name, (feats - layer.weight).pow(2).mean())
+
+    model = AutoModelForCausalLM.from_pretrained("gpt2", torch_dtype=torch.float16)
+    probe(model, torch.load("features.pt"))
+    """
+    assert one(tmp_path, code, "# <-", "block") == ["module a model with float16 parameters"]
+    assert _codes(tmp_path, code) == [f"{_line_of(code, '.pow(2).mean()')}: AMP203"]
+
+
 def test_unpacking_a_slice_of_a_module_list_gives_its_layers(tmp_path: Path) -> None:
     """``inner, outer = self.stages[k:k + 2]`` in a loop over a ``ModuleList``'s indices: each name
     is one of the list's layers, cast with their model, so a softmax in a layer of a model cast

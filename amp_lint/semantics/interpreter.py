@@ -1616,6 +1616,13 @@ class Interpreter:
                 if isinstance(node.slice, ast.Slice):
                     return container
                 return adopt(element(Seq(container.items)), container)
+            cls = container.cls
+            if cls is None or isinstance(cls, Ext) and (not cls.name.startswith("torch.nn.") or cls.name.rsplit(
+                    ".", 1)[-1] in ("ModuleList", "Sequential", "ModuleDict")):
+                # a layer of a model known only by its cast (``model.model.layers[i]`` of a loaded
+                # checkpoint): a submodule, as its attributes are (torch_api.module_builtin_attr)
+                return Module(None, container.cast, container.cast_unknown, container.origin,
+                              master=container.master, kinds=container.kinds)
             return UNKNOWN
         if isinstance(container, Obj) and container.kind == "namespace":
             key = index.value if isinstance(index, Scalar) else None
