@@ -4718,6 +4718,70 @@ def test_a_deepspeed_config_the_program_writes_is_the_one_its_engine_reads(tmp_p
     assert _codes(tmp_path, code.replace('"enabled": True', '"enabled": False')) == []
 
 
+def test_an_object_made_where_the_other_path_left_none_excludes_that_path(tmp_path: Path) -> None:
+    """``if args.deepspeed: step = None`` (and DeepSpeed's fp16 engine) ``else: step = ScaledStep()``
+    (a project class around a GradScaler, over a float32 model): where ``step`` is not None the
+    model is not DeepSpeed's, so the gradient norms it takes are of float32 parameters (no AMP203);
+    where it is None the engine's float16 loss stays a finding (AMP202)."""
+    code = """
+    import deepspeed
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Linear(64, 64)
+            self.head = nn.Linear(64, 10)
+
+        def forward(self, x):
+            return self.head(torch.relu(self.body(x)))
+
+
+    class ScaledStep:
+        def __init__(self):
+            self.scaler = torch.amp.GradScaler("cuda")
+
+        def __call__(self, loss, optimizer, parameters):
+            self.scaler.scale(loss).backward()
+            self.scaler.unscale_(optimizer)
+            norms = [p.grad.detach().norm() for p in parameters if p.grad is not None]
+            total = torch.stack(norms).norm()  # <-
+            self.scaler.step(optimizer)
+            self.scaler.update()
+            optimizer.zero_grad()
+            return total
+
+
+    def fit(model, optimizer, batches, step):
+        for x, y in batches:
+            if step is None:
+                loss = F.cross_entropy(model(x.half()), y)
+                model.backward(loss)
+                model.step()
+            else:
+                with torch.autocast("cuda"):
+                    loss = F.cross_entropy(model(x), y)
+                step(loss, optimizer, model.parameters())
+
+
+    def main(args):
+        model = Net().cuda()
+        if args.deepspeed:
+            step = None
+            model, optimizer, _, _ = deepspeed.initialize(
+                model=model, model_parameters=model.parameters(),
+                config={"train_batch_size": 8, "fp16": {"enabled": True}})
+        else:
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+            step = ScaledStep()
+        fit(model, optimizer, [(torch.randn(8, 64).cuda(), torch.zeros(8, dtype=torch.long).cuda())], step)
+    """
+    assert _codes(tmp_path, code) == [f"{_line_of(code, 'loss = F.cross_entropy(model(x.half()), y)')}: AMP202"]
+
+
 def test_an_indexed_layer_of_a_loaded_half_model_is_half(tmp_path: Path) -> None:
     """``model.transformer.h[k]`` of a checkpoint loaded in float16 (a library class, its layers
     unknown by name): the indexed layer is a submodule with the model's cast, as its attributes

@@ -815,6 +815,15 @@ class Interpreter:
                 false_in_else = false_in_else + conditions
             else:
                 false_in_then = false_in_then + conditions
+            # ... and where it is not, the conditions it excludes (``loss_scaler`` made under
+            # ``not args.deepspeed``, None under ``args.deepspeed``: where it is there, the model
+            # is not DeepSpeed's)
+            made = set(conditions)
+            excluded = [c for c in self.conditions if all(conditions_exclusive(m, c) for m in made)]
+            if in_else:
+                false_in_then = false_in_then + excluded
+            else:
+                false_in_else = false_in_else + excluded
         narrowing = _dtype_narrowing(node.test, frame)
         narrowed = _aliases(narrowing[0], frame) if narrowing is not None else ()
         refuted = frame.refuted
@@ -3406,6 +3415,13 @@ def _scalers_only(value: Value) -> bool:
     return bool(found) and all(isinstance(o, Obj) and o.kind == "grad_scaler" for o in found)
 
 
+def _plain_instances(value: Value) -> bool:
+    """Instances of project classes only, none marked with a test yet."""
+    found = options(value)
+    return bool(found) and all(isinstance(o, Instance) and isinstance(o.cls, ClassVal) and o.made is None
+                               for o in found)
+
+
 def _absent_unless_made_under(value: Value) -> bool:
     """``None``, or ``None`` and GradScalers each made under a test of its own (the other branches
     of an if/elif chain that made one)."""
@@ -3463,6 +3479,12 @@ def _half_side(a: Value, b: Value, before: Optional[Value] = None) -> int:
     if _scalers_only(a) and _absent_unless_made_under(b):
         return 1
     if _scalers_only(b) and _absent_unless_made_under(a):
+        return 2
+    # a project object made on one path, None left on the other (``loss_scaler = None`` under
+    # ``if args.deepspeed:``, ``NativeScaler()`` in the else): it exists under its path's test
+    if _plain_instances(a) and b == NONE:
+        return 1
+    if _plain_instances(b) and a == NONE:
         return 2
     # an autocast picked on one path, a null context on the other (``amp_autocast = suppress``,
     # then ``amp_autocast = torch.cuda.amp.autocast`` under ``if use_amp == "native":``)

@@ -299,10 +299,14 @@ def _cast_child(child: Value, dtypes: int, origin: Optional[Origin], kinds: Froz
 class Instance(Value):
     """An instance of a user class that is not an nn.Module. ``own``: the fields a dataclass
     instance was built with (passed or its class's literal default), per instance: two configs
-    of one class keep their own sizes (``GPTConfig(vocab_size=50304)`` and the default 50257)."""
+    of one class keep their own sizes (``GPTConfig(vocab_size=50304)`` and the default 50257);
+    and the models a plain wrapper keeps of those it is given. ``made``: the test it was made
+    under, where the other path left None instead (``loss_scaler = None`` under
+    ``args.deepspeed``, ``NativeScaler()`` in the else; :func:`with_condition`)."""
 
     cls: Value
     own: Tuple[Tuple[str, Value], ...] = ()
+    made: Optional[str] = None
 
     def field(self, name: str) -> Optional[Value]:
         return _named(self.own, name)
@@ -768,9 +772,10 @@ def _join_same(a: Value, b: Value) -> Optional[Value]:
         if a.cls != b.cls or getattr(getattr(a.cls, "info", None), "is_dataclass", False):
             return None  # two configs of one dataclass keep their own sizes
         # the fields a wrapper keeps of its own, joined; where either reads the class's, both do
+        made = a.made if a.made == b.made else None
         if not a.own or not b.own or [k for k, _ in a.own] != [k for k, _ in b.own]:
-            return Instance(a.cls)
-        return Instance(a.cls, tuple((k, join(v, w)) for (k, v), (_, w) in zip(a.own, b.own)))
+            return Instance(a.cls, (), made)
+        return Instance(a.cls, tuple((k, join(v, w)) for (k, v), (_, w) in zip(a.own, b.own)), made)
     if isinstance(a, Tensor):
         assert isinstance(b, Tensor)
         origin = a.origin if (a.origin is not None and (a.half or a.graph & HALF)) or b.origin is None else b.origin
@@ -910,7 +915,10 @@ _MADE_UNDER = "made_under"
 
 
 def made_under(option: Value) -> Optional[str]:
-    """The test a GradScaler was made under, where it was made on one path only (:func:`with_condition`)."""
+    """The test a GradScaler (or a project class's instance) was made under, where it was made on
+    one path only (:func:`with_condition`)."""
+    if isinstance(option, Instance):
+        return option.made
     made = option.get(_MADE_UNDER) if isinstance(option, Obj) and option.kind == "grad_scaler" else None
     return made.value if isinstance(made, Scalar) and isinstance(made.value, str) else None
 
@@ -935,6 +943,8 @@ def with_condition(value: Value, condition: str) -> Value:
         return replace(value, origin=replace(value.origin, condition=condition))
     if isinstance(value, Obj) and value.kind == "grad_scaler" and made_under(value) is None:
         return value.set(_MADE_UNDER, Scalar("str", condition))  # ``GradScaler() if amp else None``
+    if isinstance(value, Instance) and value.made is None:
+        return replace(value, made=condition)
     if isinstance(value, Ext) and value.name in AUTOCASTS:
         # ``amp_autocast = torch.cuda.amp.autocast`` on one path, ``suppress`` on the other: the
         # regions it opens hold under the test (a partial that marks what it makes)
