@@ -2509,7 +2509,26 @@ def _models_kept(init: FunctionInfo, cls: ClassVal, args: List[Value], kwargs: D
     the instance, no ``super()`` and hands the instance to nothing: the instance's own, so that a
     wrapper of a sampling script's half model and one of the training script's float32 model
     each call their own (the class's field joins every instance's)."""
-    fnode = init.node
+    kept = getattr(init, "kept_fields", None)
+    if kept is None:
+        kept = _parameters_kept(init.node)
+        init.kept_fields = kept  # type: ignore[attr-defined]
+    if not kept:
+        return ()
+    env, _ = bind_arguments(init.node, Instance(cls), args, kwargs, None)
+    own = [(attr, value) for attr, value in ((attr, env.get(param, UNKNOWN)) for attr, param in kept)
+           if not all(isinstance(o, (Scalar, Seq, Coll, DictVal)) for o in options(value))]
+    # data (sizes, names, their lists) is read from the class's fields, as before (fewer contexts);
+    # anything else, unknown included, is the instance's own: what other instances were given is
+    # no evidence for it
+    return tuple(sorted(own, key=lambda pair: pair[0]))
+
+
+def _parameters_kept(fnode: ast.AST) -> Tuple[Tuple[str, str], ...]:
+    """(field, parameter) of each ``self.field = parameter`` at the top level of ``__init__``, where the
+    field is stored once and the parameter never rebound, and nothing else can store a field (no
+    method of the instance called, no ``super()``, ``setattr`` or ``vars``, the instance handed to
+    nothing); empty otherwise."""
     spec = fnode.args  # type: ignore[attr-defined]
     if not spec.args:
         return ()
@@ -2529,20 +2548,11 @@ def _models_kept(init: FunctionInfo, cls: ClassVal, args: List[Value], kwargs: D
             stores[sub.attr] += 1
         elif isinstance(sub, ast.Name) and isinstance(sub.ctx, (ast.Store, ast.Del)):
             rebound.add(sub.id)
-    kept = [(stmt.targets[0].attr, stmt.value.id) for stmt in fnode.body  # type: ignore[attr-defined]
-            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Attribute)
-            and isinstance(stmt.targets[0].value, ast.Name) and stmt.targets[0].value.id == this
-            and isinstance(stmt.value, ast.Name) and stmt.value.id not in rebound
-            and stores[stmt.targets[0].attr] == 1]
-    if not kept:
-        return ()
-    env, _ = bind_arguments(fnode, Instance(cls), args, kwargs, None)
-    own = [(attr, value) for attr, value in ((attr, env.get(param, UNKNOWN)) for attr, param in kept)
-           if not all(isinstance(o, (Scalar, Seq, Coll, DictVal)) for o in options(value))]
-    # data (sizes, names, their lists) is read from the class's fields, as before (fewer contexts);
-    # anything else, unknown included, is the instance's own: what other instances were given is
-    # no evidence for it
-    return tuple(sorted(own, key=lambda pair: pair[0]))
+    return tuple((stmt.targets[0].attr, stmt.value.id) for stmt in fnode.body  # type: ignore[attr-defined]
+                 if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+                 and isinstance(stmt.targets[0], ast.Attribute) and isinstance(stmt.targets[0].value, ast.Name)
+                 and stmt.targets[0].value.id == this and isinstance(stmt.value, ast.Name)
+                 and stmt.value.id not in rebound and stores[stmt.targets[0].attr] == 1)
 
 
 def bind_arguments(node: ast.AST, bound: Optional[Value], args: List[Value], kwargs: Dict[str, Value],
