@@ -3962,6 +3962,57 @@ def test_a_half_model_used_only_through_its_own_methods_runs_its_forward_as_a_gu
     assert _codes(tmp_path, handed) == [f"{_line_of(code, 'self.criterion(')}: AMP202"]
 
 
+def test_a_half_model_a_loader_returns_is_used_as_its_callers_use_it(tmp_path: Path) -> None:
+    """``prepare(net, path, dtype)`` casts its own ``net`` and returns it; the only caller calls the
+    model's ``synthesize``. The loader's other ``net`` (the one it passes in) is another value, and
+    returning the model hands it to callers whose uses the run sees: the training ``forward`` is a
+    guess (hidden, low confidence). Where a caller hands the model to a library (``serving.start``),
+    its forward runs as the program's (AMP202)."""
+    code = """
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+    import serving
+
+
+    class Vocoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(80, 80)
+
+        def forward(self, mel, target):
+            return F.mse_loss(self.proj(mel), target)
+
+        @torch.no_grad()
+        def synthesize(self, mel):
+            return self.proj(mel).tanh()
+
+
+    def prepare(net, path, dtype):
+        net = net.to(dtype)
+        net.load_state_dict(torch.load(path))
+        return net
+
+
+    def load(path):
+        net = Vocoder()
+        return prepare(net, path, torch.float16)
+
+
+    def main():
+        vocoder = load("vocoder.pt")
+        print(vocoder.synthesize(torch.randn(4, 80).half()))
+
+
+    if __name__ == "__main__":
+        main()
+    """
+    assert _codes(tmp_path, code) == []
+    served = code.replace("        print(vocoder.synthesize(torch.randn(4, 80).half()))\n",
+                          "        print(vocoder.synthesize(torch.randn(4, 80).half()))\n        serving.start(vocoder)\n")
+    assert served != code and _codes(tmp_path, served) == [f"{_line_of(code, 'F.mse_loss(')}: AMP202"]
+
+
 def test_features_gathered_from_every_rank_are_the_features_given(tmp_path: Path) -> None:
     """``dist.all_gather(out, z)`` fills ``out`` with every rank's ``z`` (it was a list of zeros), and
     ``torch.distributed.nn.all_gather(z)`` returns them: under CUDA autocast the gathered projections

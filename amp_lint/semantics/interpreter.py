@@ -360,22 +360,24 @@ class Interpreter:
     def _uses_in_text(self, seed: Module, origin: Origin, where: SourceModule) -> Set[str]:
         """The methods of its own class called on the name ``model`` of ``model.half()`` in the file
         of the cast; ``__call__`` for ``model(...)``, and :data:`_HANDED` where the name is passed to
-        a call or returned, or a method its class does not define is called (a library's
-        ``generate`` runs ``forward``). torch's own module methods (``eval``, ``to``) are no use."""
+        a call, or a method its class does not define is called (a library's ``generate`` runs
+        ``forward``). torch's own module methods (``eval``, ``to``) are no use. A model returned is
+        used by the callers, whose uses the run records (:meth:`call`)."""
         if origin.path != where.relpath or not isinstance(seed.cls, ClassVal):
             return set()
         key = (origin.key, id(seed.cls.info))
         found = self.text_uses.get(key)
         if found is None:
-            found = self.text_uses[key] = self._read_uses(seed.cls.info, _cast_receiver(where.tree, origin), where)
+            name = _cast_receiver(where.tree, origin)
+            found = self.text_uses[key] = self._read_uses(seed.cls.info, name, where, _uses_scope(where.tree, origin, name))
         return found
 
-    def _read_uses(self, cls: ClassInfo, name: Optional[str], where: SourceModule) -> Set[str]:
-        """:meth:`_uses_in_text` read once per cast and class: the uses of ``name`` in ``where``."""
+    def _read_uses(self, cls: ClassInfo, name: Optional[str], where: SourceModule, scope: ast.AST) -> Set[str]:
+        """:meth:`_uses_in_text` read once per cast and class: the uses of ``name`` in ``scope`` of ``where``."""
         if name is None:
             return set()
         out: Set[str] = set()
-        for node in ast.walk(where.tree):
+        for node in ast.walk(scope):
             if isinstance(node, ast.Call):
                 func = node.func
                 if _dotted(func) == name:
@@ -389,8 +391,6 @@ class Interpreter:
                           + [k.value for k in node.keywords] if _dotted(a) == name]
                 if passed and not _only_shows(func) and not all(self._kept_aside(node, a, where) for a in passed):
                     out.add(_HANDED)
-            elif isinstance(node, ast.Return) and node.value is not None and _dotted(node.value) == name:
-                out.add(_HANDED)
         return out
 
     def _kept_aside(self, call: ast.Call, arg: ast.AST, where: SourceModule) -> bool:
@@ -2130,6 +2130,15 @@ class Interpreter:
                     site = option.get("site") if isinstance(option, Obj) and option.kind == "optimizer" else None
                     if isinstance(site, Scalar) and site.value:
                         self.master_wrapped.add(site.value)
+        if not isinstance(callee, (FuncVal, ClassVal, Module, Builtin)) \
+                and not (isinstance(node, ast.Call) and _only_shows(node.func)):
+            # a half model handed to code the run does not follow (a library's function, a method of
+            # a library object or of an unknown value) may have its forward run there; not one
+            # printed, logged or saved
+            for value in list(args) + list(kwargs.values()):
+                for option in options(value.value if isinstance(value, Star) else value):
+                    if isinstance(option, Module):
+                        self._note_half_use(option, _HANDED)
         if isinstance(callee, FuncVal):
             if isinstance(callee.bound, Module):
                 self._note_half_use(callee.bound, callee.info.name)
@@ -3292,6 +3301,27 @@ def _only_shows(func: ast.AST) -> bool:
         parts.append(func.id)
     dotted = ".".join(reversed(parts))
     return dotted in trainingdata.MODEL_SHOWING_CALLS or (len(parts) > 1 and parts[0] in trainingdata.LOGGING_METHODS)
+
+
+def _uses_scope(tree: ast.AST, origin: Origin, name: Optional[str]) -> ast.AST:
+    """Where the name a cast binds is read: the function the cast is in, for a plain name that
+    function binds (a local: ``model = model.to(dtype)`` in a loader, whose other functions' own
+    ``model`` is another value), else the whole file (a global, a field)."""
+    if name is None or "." in name:
+        return tree
+    enclosing: Optional[ast.AST] = None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                and node.lineno <= origin.line <= (node.end_lineno or node.lineno) \
+                and (enclosing is None or node.lineno >= enclosing.lineno):  # type: ignore[attr-defined]
+            enclosing = node
+    if enclosing is None or any(isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names
+                                for n in ast.walk(enclosing)):
+        return tree
+    spec = enclosing.args  # type: ignore[attr-defined]
+    local = name in {a.arg for a in spec.posonlyargs + spec.args + spec.kwonlyargs} or any(
+        isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(enclosing))
+    return enclosing if local else tree
 
 
 def _cast_receiver(tree: ast.AST, origin: Origin) -> Optional[str]:
