@@ -2827,10 +2827,12 @@ def conditions_exclusive(left: str, right: str) -> bool:
                for y in (c for c in map(_compared_constants, _conjuncts(b)) if c is not None))
 
 
+#: condition text -> its expression (None where the text does not parse: cut short with "...")
 _CONDITION_TREES: Dict[str, Optional[ast.AST]] = {}
 
 
 def _condition_tree(text: str) -> Optional[ast.AST]:
+    """The expression a condition's text reads as, parsed once per text."""
     if text not in _CONDITION_TREES:
         try:
             _CONDITION_TREES[text] = ast.parse(text, mode="eval").body
