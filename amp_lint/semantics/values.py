@@ -769,9 +769,8 @@ def _join_same(a: Value, b: Value) -> Optional[Value]:
     in :data:`_MERGING` ever merge."""
     if isinstance(a, Instance):
         assert isinstance(b, Instance)
-        if a.cls != b.cls or getattr(getattr(a.cls, "info", None), "is_dataclass", False) or a.own != b.own and any(
-                isinstance(o, Scalar) for _, v in a.own + b.own for o in options(v)):
-            return None  # two configs of one dataclass (or of a subclass of one) keep their own sizes
+        if a.cls != b.cls or getattr(getattr(a.cls, "info", None), "is_dataclass", False):
+            return None  # two configs of one dataclass keep their own sizes
         # the fields a wrapper keeps of its own, joined; where either reads the class's, both do
         made = a.made if a.made == b.made else None
         if not a.own or not b.own or [k for k, _ in a.own] != [k for k, _ in b.own]:
