@@ -18,7 +18,8 @@ from amp_lint.data import ops as optable
 from amp_lint.semantics.interpreter import Interpreter, Record, State, condition_texts, conditions_exclusive
 from amp_lint.semantics.program import SourceModule
 from amp_lint.semantics.values import (
-    BF16, HALF, UNKNOWN, DType, Ext, Module, Obj, Origin, Scalar, Tensor, Value, apex_o1_only, dtype_label, options,
+    BF16, HALF, UNKNOWN, DType, Ext, Module, Obj, Origin, Scalar, Tensor, Value, apex_o1_only, dtype_label,
+    module_casts, options, tensor_casts,
 )
 
 CUDA, CPU, APEX = "cuda", "cpu", "apex"
@@ -76,10 +77,9 @@ class Observation:
         if value is None or self.record.state is None or origin is None or not origin.condition:
             return None
         for option in options(value):
-            if isinstance(option, Tensor) and option.half:
-                for other in ((option.origin,) if option.origin is not None else ()) + option.also:
-                    if other.condition and conditions_exclusive(origin.condition, other.condition):
-                        return other
+            for other in tensor_casts(option) if isinstance(option, Tensor) else ():
+                if other.condition and conditions_exclusive(origin.condition, other.condition):
+                    return other
         return None
 
     def protected(self, value: Optional[Value]) -> bool:
@@ -136,8 +136,7 @@ class Observation:
             return False
         scope = record.scope
         first, last = getattr(scope, "lineno", 0), getattr(scope, "end_lineno", 0) or 0
-        origins = [o for option in options(value) if isinstance(option, Tensor) and option.half
-                   for o in ((option.origin,) if option.origin is not None else ()) + option.also]
+        origins = [o for option in options(value) if isinstance(option, Tensor) for o in tensor_casts(option)]
         return bool(origins) and all(o.kind == "autocast" and not (o.path == record.module.relpath
                                                                    and first <= o.line <= last) for o in origins)
 
@@ -198,10 +197,9 @@ class Observation:
             steps.append(Evidence(origin.path, origin.line, _origin_message(origin)))
             seen = {origin.key}
             for option in options(value) if value is not None else ():
-                if not isinstance(option, (Module, Tensor)):
-                    continue
-                half = option.half if isinstance(option, Tensor) else bool(option.cast & HALF)
-                for other in ((option.origin,) if option.origin is not None and half else ()) + option.also:
+                casts = module_casts(option) if isinstance(option, Module) else (
+                    (tensor_casts(option) or option.also) if isinstance(option, Tensor) else ())
+                for other in casts:
                     if other.key not in seen:
                         seen.add(other.key)
                         steps.append(Evidence(other.path, other.line, "also " + _origin_message(other)))

@@ -560,13 +560,17 @@ class Interpreter:
         found = (self.index.resolve_relative(importer, level, dotted) if level
                  else self.index.resolve_absolute(importer, dotted))
         if isinstance(found, SourceModule):
-            self.import_edges.setdefault(importer.relpath, set()).add(found.relpath)
+            self._note_import(importer, found)
             return ModVal(found)
         if isinstance(found, Namespace):
             return Obj("namespace_package", (("folder", Scalar("str", found.folder)),))
         if level:
             return UNKNOWN
         return Ext(dotted)
+
+    def _note_import(self, importer: SourceModule, imported: SourceModule) -> None:
+        """``importer`` imports ``imported`` (:attr:`import_edges`)."""
+        self.import_edges.setdefault(importer.relpath, set()).add(imported.relpath)
 
     def imported_by(self, path: str) -> Set[str]:
         """The project files the file ``path`` imports, directly or through others, and itself."""
@@ -588,7 +592,7 @@ class Interpreter:
         if isinstance(value, Scalar) and isinstance(value.value, str):
             found = self.index.resolve_absolute(frame.module, value.value)
             if isinstance(found, SourceModule):
-                self.import_edges.setdefault(frame.module.relpath, set()).add(found.relpath)
+                self._note_import(frame.module, found)
                 self.run_module(found)
                 return ModVal(found)
             return UNKNOWN
@@ -603,7 +607,7 @@ class Interpreter:
         for module in self.modules:
             if module.folder == folder and not module.is_package \
                     and not PurePosixPath(module.relpath).name.startswith("_"):
-                self.import_edges.setdefault(frame.module.relpath, set()).add(module.relpath)
+                self._note_import(frame.module, module)
                 self.run_module(module)
                 found_modules.append(ModVal(module))
         # the module imported is one of them (the plugin loop's current one, ``models.{args.model}``)
@@ -2817,31 +2821,33 @@ def conditions_exclusive(left: str, right: str) -> bool:
     negates the other (``args.amp`` / ``not args.amp``, ``s is None`` / ``s is not None``), or a
     conjunct of each compares the same expression with constants no value satisfies both ways
     (``use_amp == "apex"`` / ``use_amp == "native"``). A text cut short (not an expression) is not."""
-    a, b = _condition_tree(left), _condition_tree(right)
+    a, b = _condition_forms(left), _condition_forms(right)
     if a is None or b is None:
         return False
-    if _negation_text(a) == ast.unparse(b) or _negation_text(b) == ast.unparse(a):
+    if a[1] == b[0] or b[1] == a[0]:
         return True
-    compares = [c for c in map(_compared_constants, _conjuncts(a)) if c is not None]
-    return any(_exclusive(x, y) for x in compares
-               for y in (c for c in map(_compared_constants, _conjuncts(b)) if c is not None))
+    return any(_exclusive(x, y) for x in a[2] for y in b[2])
 
 
-#: condition text -> its expression (None where the text does not parse: cut short with "...")
-_CONDITION_TREES: Dict[str, Optional[ast.AST]] = {}
+#: condition text -> (its expression's text, its negation's text, its conjuncts' comparisons with
+#: constants), or None where the text does not parse (cut short with "...")
+_CONDITION_FORMS: Dict[str, Optional[Tuple[str, str, List[Compared]]]] = {}
 
 
-def _condition_tree(text: str) -> Optional[ast.AST]:
-    """The expression a condition's text reads as, parsed once per text."""
-    if text not in _CONDITION_TREES:
+def _condition_forms(text: str) -> Optional[Tuple[str, str, List[Compared]]]:
+    """What :func:`conditions_exclusive` compares of a condition's text, read once per text."""
+    if text not in _CONDITION_FORMS:
         try:
-            _CONDITION_TREES[text] = ast.parse(text, mode="eval").body
+            test = ast.parse(text, mode="eval").body
         except (SyntaxError, ValueError):
-            _CONDITION_TREES[text] = None
-    return _CONDITION_TREES[text]
+            _CONDITION_FORMS[text] = None
+        else:
+            _CONDITION_FORMS[text] = (ast.unparse(test), _negation_text(test),
+                                      [c for c in map(_compared_constants, _conjuncts(test)) if c is not None])
+    return _CONDITION_FORMS[text]
 
 
-def _negation_text(test: ast.AST) -> Optional[str]:
+def _negation_text(test: ast.AST) -> str:
     """The source text of ``not test`` as its simplest form reads (``x`` for ``not x``, ``x != c``
     for ``x == c``)."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):

@@ -622,14 +622,14 @@ def module_casts(module: "Module") -> Tuple[Origin, ...]:
     return ((module.origin,) if module.cast & HALF and module.origin is not None else ()) + module.also
 
 
-def _tensor_casts(tensor: "Tensor") -> Tuple[Origin, ...]:
+def tensor_casts(tensor: "Tensor") -> Tuple[Origin, ...]:
     """Where a half tensor was made half (its origin, then the others joined into it)."""
     return ((tensor.origin,) if tensor.origin is not None else ()) + tensor.also if tensor.half else ()
 
 
 def _half_origin_keys(tensor: "Tensor") -> Set[Tuple[str, int, int, int, int]]:
     """The places a half tensor was made half."""
-    return {o.key for o in _tensor_casts(tensor)}
+    return {o.key for o in tensor_casts(tensor)}
 
 
 def _cast_keys(value: Value) -> Set[Tuple[str, int, int, int, int]]:
@@ -642,7 +642,7 @@ def half_cast_keys(value: Optional[Value]) -> Set[Tuple[str, int, int, int, int]
     if value is None:
         return set()
     return _cast_keys(value) | {o.key for t in options(value) if type(t) is Tensor
-                                for o in _tensor_casts(t)}  # type: ignore[arg-type]
+                                for o in tensor_casts(t)}  # type: ignore[arg-type]
 
 
 #: at most this many other origins a joined tensor keeps (evidence; a join of many activations made
@@ -779,7 +779,7 @@ def _join_same(a: Value, b: Value) -> Optional[Value]:
     if isinstance(a, Tensor):
         assert isinstance(b, Tensor)
         origin = a.origin if (a.origin is not None and (a.half or a.graph & HALF)) or b.origin is None else b.origin
-        also = _other_origins(_tensor_casts(a), _tensor_casts(b), origin, MAX_TENSOR_ALSO) if a.also or b.also or (
+        also = _other_origins(tensor_casts(a), tensor_casts(b), origin, MAX_TENSOR_ALSO) if a.also or b.also or (
             a.half and b.half and a.origin is not None and b.origin is not None and a.origin.key != b.origin.key) \
             else ()
         return Tensor(a.dtypes | b.dtypes, a.unknown or b.unknown, origin, a.scaled and b.scaled, a.param or b.param,
