@@ -2536,6 +2536,77 @@ x = torch.randn(4).to(d13)  # <-
     assert one(tmp_path, code, "# <-", "d13") == ["dtype float16"]
 
 
+def _codes_of_files_in_order(tmp_path: Path, files: Dict[str, str], order: List[str]) -> List[str]:
+    """``path:line: CODE`` of ``amp-lint check`` given the files of a project as paths in ``order``."""
+    for name, text in files.items():
+        (tmp_path / name).write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    result = subprocess.run([sys.executable, "-m", "amp_lint", "check", "--isolated", "--no-cache",
+                             "--output-format", "json", *order], capture_output=True, text=True, cwd=tmp_path)
+    assert "internal error" not in result.stderr, result.stderr
+    return sorted(f"{Path(f['filename']).name}:{f['location']['row']}: {f['code']}"
+                  for f in json.loads(result.stdout or "[]"))
+
+
+def _helper_called_from_everywhere() -> Dict[str, str]:
+    """A helper called with forty kinds of record by one script and once with half scores by another."""
+    kinds = "\n".join(f"class Record{i}:\n    pass\n" for i in range(40))
+    calls = "\n".join(f"weights{i} = pooling.attend(Record{i}())" for i in range(40))
+    return {
+        "pooling.py": """
+            import torch
+            def attend(scores):
+                return torch.softmax(scores, dim=-1)
+            """,
+        "a_sweep.py": f"import pooling\n\n{kinds}\n{calls}\n",
+        "z_half.py": """
+            import torch
+            import pooling
+            scores = torch.randn(4, 8).half()
+            weights = pooling.attend(scores)
+            """,
+    }
+
+
+def test_findings_do_not_depend_on_the_order_the_files_are_given_in(tmp_path: Path) -> None:
+    """The modules run in one order, whatever order the files were named in: which calls reach a
+    helper first decides how its contexts widen (before, naming the half script first found the
+    softmax and naming it last did not)."""
+    files = _helper_called_from_everywhere()
+    first = _codes_of_files_in_order(tmp_path, files, ["z_half.py", "a_sweep.py", "pooling.py"])
+    last = _codes_of_files_in_order(tmp_path, files, ["a_sweep.py", "pooling.py", "z_half.py"])
+    assert first == last
+
+
+def test_a_call_with_half_arguments_gets_a_context_after_the_float32_calls_spent_them(tmp_path: Path) -> None:
+    """A helper whose contexts forty float32 calls spent still analyses a call with half arguments in
+    a context of its own, which findings need (before, its result was unknown and the softmax of the
+    half scores was missed when the float32 calls came first)."""
+    files = _helper_called_from_everywhere()
+    assert _codes_of_files_in_order(tmp_path, files, ["."]) == ["pooling.py:3: AMP201"]
+
+
+def test_a_model_made_half_under_a_flag_is_no_model_where_the_flag_is_false(tmp_path: Path) -> None:
+    """Where ``use_apex`` is false, the model apex initialised under ``if use_apex:`` is not there:
+    only the float32 model of the other path is (before, it stayed as a model of unknown dtype whose
+    patched forward still cast its inputs to half)."""
+    code = """
+    import sys
+    import torch
+    from apex import amp
+    from torch import nn
+    def fit(use_apex: bool):
+        net = nn.Linear(16, 4).cuda()
+        optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+        if use_apex:
+            net, optimizer = amp.initialize(net, optimizer, opt_level="O2")
+        if not use_apex:
+            scores = net(torch.randn(2, 16))  # <-
+        return net
+    fit(sys.argv[1] == "apex")
+    """
+    assert one(tmp_path, code, "# <-", "net") == ["module torch.nn.Linear with float32 parameters"]
+
+
 def test_a_layer_whose_parameter_data_is_set_to_half_computes_in_half(tmp_path: Path) -> None:
     """``block.proj.weight.data = block.proj.weight.data.half()``: the layer owning the parameter
     now holds half weights and computes in half (a store into a field is a weak update: float32 stays

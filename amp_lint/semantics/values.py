@@ -970,11 +970,21 @@ def without_condition(value: Value, condition: str) -> Value:
         members = [without_condition(v, condition) for v in options(value)]
         if all(m is v for m, v in zip(members, options(value))):
             return value
-        return _union(members)
+        # a model that is half only under ``condition`` (apex's ``amp.initialize`` under ``if
+        # args.fp16:``, beside the float32 model of the other path) is no model of this path: it
+        # goes, rather than staying as a model of unknown dtype
+        kept = [m for m, v in zip(members, options(value)) if not _made_only_under(v, condition)]
+        return _union(kept if kept else members)
     if isinstance(value, Seq):
         items = tuple(without_condition(v, condition) for v in value.items)
         return value if all(m is v for m, v in zip(items, value.items)) else Seq(items, value.names)
     return value
+
+
+def _made_only_under(value: Value, condition: str) -> bool:
+    """A model all of whose cast is the half one made where ``condition`` holds."""
+    return isinstance(value, Module) and value.origin is not None and value.origin.condition == condition \
+        and bool(value.cast & HALF) and not value.cast & ~HALF and not value.cast_unknown
 
 
 def with_cast_origin(value: Value, old: Origin, new: Origin) -> Value:
