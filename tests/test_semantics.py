@@ -948,6 +948,67 @@ def test_fabric_setup_casts_at_a_true_precision_and_returns_float32(tmp_path: Pa
     assert out == "tensor float32"
 
 
+def test_a_function_run_from_the_command_line_takes_its_defaults_and_literal_choices(tmp_path: Path) -> None:
+    """``CLI(train)`` (jsonargparse; also ``fire.Fire``, ``typer.run``, ``tyro.cli``) calls ``train``
+    with the command line's values: a ``Literal[...]`` parameter is one of its choices and a string
+    parameter is its default unless the user says otherwise, so Fabric's ``"bf16-true"`` is one run the
+    script makes: AMP101 where ``setup_module`` casts the model trained by SGD, reached through
+    ``fabric.launch(fit, ...)`` (before, ``train`` and ``fit`` were analysed with unknown arguments)."""
+    code = """
+    from typing import Literal, Optional
+    import lightning as L
+    import torch
+    from jsonargparse import CLI
+    from torch import nn
+    def fit(fabric, steps):
+        model = fabric.setup_module(nn.Linear(32, 32))
+        optimizer = fabric.setup_optimizers(torch.optim.SGD(model.parameters(), lr=0.1))
+        for _ in range(steps):
+            fabric.backward(model(torch.randn(8, 32)).square().mean())
+            optimizer.step()
+    def train(steps: int = 10, precision: PRECISION):
+        fabric = L.Fabric(devices=1, precision=precision)
+        fabric.launch(fit, steps)
+    if __name__ == "__main__":
+        CLI(train)
+    """
+    for annotation in ('str = "bf16-true"', 'Optional[Literal["bf16-true", "32-true"]] = None'):
+        text = code.replace("PRECISION", annotation)
+        assert _codes(tmp_path, text) == [f"{_line_of(text, 'model = fabric.setup_module')}: AMP101"], annotation
+    text = code.replace("PRECISION", 'Literal["bf16-mixed", "32-true"] = "32-true"')
+    assert _codes(tmp_path, text) == []
+
+
+def test_an_optimizer_picked_by_name_from_torch_optim_is_an_optimizer(tmp_path: Path) -> None:
+    """``getattr(torch.optim, name)(params)`` and ``getattr(__import__("torch.optim", fromlist=[name]),
+    name)`` build an optimizer of a class nobody knows over the half model's parameters: AMP101 at the
+    cast, and AMP102 at the unscaled backward (before, the optimizer was unknown and the pure-half
+    training went unreported). Its ``eps`` is not known, so no AMP302."""
+    code = """
+    import sys
+    import torch
+    from torch import nn
+    def make_optimizer(name, params):
+        if "." in name:
+            module_name, class_name = name.rsplit(".", 1)
+        else:
+            module_name, class_name = "torch.optim", name
+        module = __import__(module_name, fromlist=[class_name])
+        return getattr(module, class_name)(params, lr=1e-3)
+    encoder = nn.Linear(16, 16).half()
+    head = nn.Linear(16, 4).half()
+    opt_a = getattr(torch.optim, sys.argv[1])(encoder.parameters(), lr=1e-3)
+    opt_b = make_optimizer(sys.argv[2], head.parameters())
+    for _ in range(3):
+        head(encoder(torch.randn(2, 16).half())).float().sum().backward()
+        opt_a.step()
+        opt_b.step()
+    """
+    assert sorted(_codes(tmp_path, code)) == [f"{_line_of(code, 'encoder = nn.Linear')}: AMP101",
+                                              f"{_line_of(code, 'head = nn.Linear')}: AMP101",
+                                              f"{_line_of(code, '.backward()')}: AMP102"]
+
+
 def test_a_loss_cast_up_keeps_the_evidence_of_its_half_graph(tmp_path: Path) -> None:
     """``loss = out.float().pow(2).mean()`` on a model cast to half under ``--fp16``: the loss is
     float32 but its gradients run through the half model. The upcast keeps where that half came

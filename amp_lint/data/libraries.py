@@ -67,6 +67,15 @@ CONFIG_WRAPPERS: FrozenSet[str] = frozenset({
     "omegaconf.DictConfig", "easydict.EasyDict", "addict.Dict", "ml_collections.ConfigDict",
 })
 
+#: Command-line runners: ``fire.Fire(main)``, jsonargparse's ``CLI(setup)``/``auto_cli``,
+#: ``typer.run(main)`` and ``tyro.cli(main)`` call the function they are given with the values of
+#: the command line, each parameter's default where the command line leaves it out (python-fire's
+#: guide "Using a Fire CLI"; jsonargparse docs "Functions as CLI"; typer docs "First steps"; tyro docs
+#: "Functions"). jsonargparse, tyro and typer restrict a ``Literal[...]`` parameter to its choices.
+CLI_RUNNERS: FrozenSet[str] = frozenset({
+    "fire.Fire", "jsonargparse.CLI", "jsonargparse.auto_cli", "typer.run", "tyro.cli",
+})
+
 #: Model registries of libraries: the decorator that registers a model-building function under its
 #: own name -> the registry it fills. timm's ``register_model(fn)`` stores ``fn`` under
 #: ``fn.__name__`` (``timm/models/_registry.py``; ``timm/models/registry.py`` before 0.9), so a

@@ -203,6 +203,10 @@ FRAMEWORK_PACKAGES: FrozenSet[str] = frozenset({
 
 #: Optimizer classes of other libraries, by their last name component (apex, DeepSpeed, bitsandbytes,
 #: transformers, timm, torch_optimizer, lion-pytorch): they update parameters in their own dtype.
+#: The optimizer ``getattr(torch.optim, name)`` makes when ``name`` is not known (the user's choice):
+#: an optimizer over the parameters it is given, of no known class (so of no known ``eps``).
+SOME_TORCH_OPTIMIZER = "torch.optim.Optimizer"
+
 OPTIMIZER_NAMES: FrozenSet[str] = frozenset({
     "Adam", "AdamW", "SGD", "LAMB", "Lamb", "Adafactor", "FusedAdam", "FusedLAMB", "FusedSGD", "DeepSpeedCPUAdam",
     "Lion", "AdamW8bit", "Adam8bit", "PagedAdamW", "PagedAdamW8bit", "RAdam", "NAdam", "AdaBelief", "Lookahead",

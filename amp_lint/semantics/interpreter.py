@@ -180,6 +180,7 @@ _BUILTIN_NAMES = frozenset({
     "open", "repr", "format", "divmod", "pow", "callable", "id", "hash", "vars", "object", "property",
     "staticmethod", "classmethod", "Exception", "ValueError", "RuntimeError", "NotImplementedError",
     "KeyError", "TypeError", "AttributeError", "ImportError", "AssertionError", "StopIteration", "input",
+    "__import__",
 })
 
 
@@ -525,6 +526,23 @@ class Interpreter:
                 env[name] = value
         self._invoke(info, env, names, state, (), context_free=True, origin=origin)
 
+    def run_from_command_line(self, runnable: Value, frame: Frame, node: Optional[ast.AST]) -> Value:
+        """``fire.Fire(main)`` and the like (:data:`libraries.CLI_RUNNERS`): each function given
+        (also as the values of a dict or the items of a list: one command each) is called with values
+        from the command line (:func:`command_line_arguments`)."""
+        out: Optional[Value] = None
+        for option in options(runnable):
+            items: Tuple[Value, ...] = (option,)
+            if isinstance(option, DictVal):
+                items = tuple(value for _, value in option.items)
+            elif isinstance(option, Seq):
+                items = option.items
+            for item in items:
+                if isinstance(item, FuncVal) and not isinstance(item.info.node, ast.Lambda):
+                    kwargs = command_line_arguments(item.info.node, item.info.module.relpath)
+                    out = join(out, self.call(item, [], kwargs, frame, node))
+        return out if out is not None else UNKNOWN
+
     # -- records -----------------------------------------------------------------------------------
     def _record(self, scope: ast.AST, module: SourceModule, state: State, stack: Tuple[CallSite, ...],
                 context_free: bool, origin: Optional[Origin] = None) -> Record:
@@ -587,19 +605,25 @@ class Interpreter:
                     todo.append(found)
         return seen
 
-    def import_dynamic(self, arg: ast.AST, frame: Frame) -> Value:
-        """``importlib.import_module(name)``: the module when ``name`` is known; when only its
-        package is (``f"pkg.tasks.{name}"``, ``namespace + "." + file``: the plugin loop of a
-        registry), every module of that package runs, as the loop over its folder would run them,
-        and the module imported is one of them."""
+    def import_dynamic(self, arg: ast.AST, frame: Frame, *, package_only: bool = False,
+                       libraries_too: bool = False) -> Value:
+        """``importlib.import_module(name)``: the module when ``name`` is known (a library's by its
+        name; ``package_only``: the top package, as ``__import__(name)`` without a ``fromlist``
+        returns); where it is one of a few names, one of those modules (``__import__(module)`` of
+        ``"torch.optim"`` or of a name the user gave); when only its package is known
+        (``f"pkg.tasks.{name}"``, ``namespace + "." + file``: the plugin loop of a registry), every
+        module of that package runs, as the loop over its folder would run them, and the module
+        imported is one of them."""
         value = frame.record.values.get(id(arg))
-        if isinstance(value, Scalar) and isinstance(value.value, str):
-            found = self.index.resolve_absolute(frame.module, value.value)
-            if isinstance(found, SourceModule):
-                self._note_import(frame.module, found)
-                self.run_module(found)
-                return ModVal(found)
-            return UNKNOWN
+        named = [o.value for o in options(value) if isinstance(o, Scalar) and isinstance(o.value, str)] \
+            if value is not None else []
+        if named:
+            found_any: Optional[Value] = None
+            for option in options(value):
+                name = option.value if isinstance(option, Scalar) and isinstance(option.value, str) else None
+                found_any = join(found_any, self._module_named(name.split(".")[0] if package_only and name
+                                                               else name, frame, libraries_too))
+            return found_any if found_any is not None else UNKNOWN
         prefix = self._string_prefix(arg, frame)
         if len(prefix) < 2 or not prefix.endswith("."):
             return UNKNOWN
@@ -616,6 +640,15 @@ class Interpreter:
                 found_modules.append(ModVal(module))
         # the module imported is one of them (the plugin loop's current one, ``models.{args.model}``)
         return registry_join(found_modules) if found_modules else UNKNOWN
+
+    def _module_named(self, name: Optional[str], frame: Frame, libraries_too: bool) -> Value:
+        """The module of that absolute dotted name: the project's, run, or (``libraries_too``) a library's."""
+        if not name or not all(part.isidentifier() for part in name.split(".")):
+            return UNKNOWN
+        found = self.import_module(frame.module, name)
+        if isinstance(found, ModVal):
+            self.run_module(found.info)
+        return found if libraries_too or not isinstance(found, Ext) else UNKNOWN
 
     def _string_prefix(self, node: ast.AST, frame: Frame) -> str:
         """The known leading text of a string expression ("" when none)."""
@@ -2648,6 +2681,53 @@ def default_nodes(node: ast.AST) -> List[Tuple[str, ast.expr]]:
 def parameter_defaults(node: ast.AST, relpath: str) -> Dict[str, Value]:
     """Parameter name -> its default's value (:func:`_default_value`), for parameters with one."""
     return {name: _default_value(default, relpath) for name, default in default_nodes(node)}
+
+
+def command_line_arguments(node: ast.AST, relpath: str) -> Dict[str, Value]:
+    """The value of each parameter of a function a command-line runner calls: one of the literals
+    of a ``Literal[...]`` annotation; a string chosen at run time whose default is known for a string
+    default (as for an argparse flag); a number default (sizes, eps, as argparse's); else unknown."""
+    spec = node.args  # type: ignore[attr-defined]
+    defaults = parameter_defaults(node, relpath)
+    out: Dict[str, Value] = {}
+    for arg in spec.posonlyargs + spec.args + spec.kwonlyargs:
+        choices = _literal_choices(arg.annotation)
+        default = defaults.get(arg.arg, UNKNOWN)
+        if choices:
+            out[arg.arg] = union_of(choices)
+        elif isinstance(default, Scalar) and default.kind == "str" and isinstance(default.value, str):
+            out[arg.arg] = Scalar("str", default=default.value)
+        elif isinstance(default, Scalar) and (default.kind == "bool" or default.kind in ("int", "float")
+                                              and default.value is not None):
+            out[arg.arg] = default
+        else:  # ``dtype: Optional[str] = None``: anything the command line gives
+            out[arg.arg] = UNKNOWN
+    return out
+
+
+def _literal_choices(annotation: Optional[ast.AST]) -> List[Value]:
+    """The values ``Literal["a", "b"]`` (also inside ``Optional[...]``/``Union[...]``) allows."""
+    if annotation is None:
+        return []
+    if isinstance(annotation, ast.Subscript):
+        head = annotation.value
+        name = head.attr if isinstance(head, ast.Attribute) else head.id if isinstance(head, ast.Name) else ""
+        inner = annotation.slice
+        parts = list(inner.elts) if isinstance(inner, ast.Tuple) else [inner]
+        if name == "Literal":
+            found = [_default_value(part) for part in parts]
+            return found if all(isinstance(v, Scalar) and v.value is not None or v is NONE for v in found) else []
+        if name in ("Optional", "Union"):
+            out: List[Value] = []
+            for part in parts:
+                if isinstance(part, ast.Constant) and part.value is None:
+                    continue
+                found = _literal_choices(part)
+                if not found:
+                    return []
+                out.extend(found)
+            return out + ([NONE] if name == "Optional" else [])
+    return []
 
 
 def _default_value(node: ast.AST, relpath: str = "") -> Value:

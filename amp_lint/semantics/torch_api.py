@@ -1075,6 +1075,8 @@ def call_ext(interp: "Interpreter", frame: "Frame", qualified: str, args: List[V
     library = libraries.FUNCTIONS.get(qualified)
     if library is not None:
         return library_call(interp, frame, library, args, kwargs, node)
+    if qualified in libraries.CLI_RUNNERS and positional:
+        return interp.run_from_command_line(positional[0], frame, node)
     if qualified == "functools.partial" and args and not _is_star(args[0]):
         # bound ``*args`` (a Star is no value: it cannot sit in a Seq that may be joined) leave the
         # bound arguments unknown, passed on as ``*`` of an unknown collection
@@ -1851,10 +1853,25 @@ def call_builtin(interp: "Interpreter", frame: "Frame", name: str, args: List[Va
                 found = interp.getattr(first, attr, frame, node)
                 out = join(out, positional[2] if found is UNKNOWN and len(positional) > 2 else found)
             return out if out is not None else UNKNOWN
-        if isinstance(first, ModVal) and len(positional) == 2:  # ``getattr(models, args.arch)``: what it defines
-            found_any = [value for _, value in interp.module_callables(first.info)]
-            return element(Seq(tuple(found_any))) if found_any else UNKNOWN
-        return UNKNOWN
+        if len(positional) != 2:
+            return UNKNOWN
+        out = None
+        for option in options(first):
+            if isinstance(option, ModVal):  # ``getattr(models, args.arch)``: what it defines
+                found_any = [value for _, value in interp.module_callables(option.info)]
+                out = join(out, element(Seq(tuple(found_any))) if found_any else UNKNOWN)
+            elif isinstance(option, Ext) and option.name == "torch.optim":
+                # ``getattr(torch.optim, args.optimizer)``: one of its optimizers, which is not known
+                out = join(out, Ext(trainingdata.SOME_TORCH_OPTIMIZER))
+            else:
+                out = join(out, UNKNOWN)
+        return out if out is not None else UNKNOWN
+    if name == "__import__" and isinstance(node, ast.Call) and node.args and not any(
+            k.arg is None for k in node.keywords):
+        # ``__import__(name, fromlist=[...])`` is the module of that name; without a fromlist, its package
+        fromlist = kwargs.get("fromlist") or (positional[3] if len(positional) > 3 else None)
+        listed = fromlist is not None and not (isinstance(fromlist, Seq) and not fromlist.items)
+        return interp.import_dynamic(node.args[0], frame, package_only=not listed, libraries_too=True)
     if name == "setattr" and len(positional) >= 3:
         for attr in known_strings(positional[1]):  # fields are joins: storing into each of a few names
             interp.store_attr(first, attr, positional[2], None, frame)  # type: ignore[arg-type]
@@ -2066,6 +2083,9 @@ def obj_method(interp: "Interpreter", frame: "Frame", value: Obj, name: str, arg
         return UNKNOWN
     if kind == "trainer" and name in ("setup", "setup_module"):
         return fabric_setup(interp, frame, value, name, positional, node)
+    if kind == "trainer" and name == "launch" and args and not _is_star(args[0]):
+        # Fabric's ``launch(function, *args)`` runs ``function(fabric, *args)`` in each process
+        return interp.call(args[0], [value] + list(args[1:]), kwargs, frame, node)
     if kind == "accelerator":
         if name == "prepare":
             dtype = _mixed_precision_dtype(value.get("mixed_precision"))
@@ -2103,12 +2123,36 @@ def fabric_setup(interp: "Interpreter", frame: "Frame", fabric: Obj, name: str, 
     forward: floating inputs cast to it, outputs back to float32 (``plugins/precision/half.py``)."""
     if not positional:
         return UNKNOWN
-    model = positional[0]
-    precision = fabric.get("precision")
-    dtype = trainingdata.FABRIC_TRUE_PRECISION.get(precision.value) \
-        if isinstance(precision, Scalar) and isinstance(precision.value, str) else None
-    mixed = trainingdata.FABRIC_MIXED_PRECISION.get(precision.value) \
-        if isinstance(precision, Scalar) and isinstance(precision.value, (str, int)) else None
+    given = positional[0]
+    model: Optional[Value] = None
+    for precision in _precision_choices(fabric.get("precision")):
+        model = join(model, _fabric_set_up(interp, frame, given, precision, node))
+    model = model if model is not None else given
+    if name == "setup_module" or len(positional) == 1:
+        return model
+    return Seq((model,) + tuple(positional[1:]))
+
+
+def _precision_choices(precision: Optional[Value]) -> List[Any]:
+    """The precisions a ``precision=`` value may be: its literals; for a string chosen at run time,
+    its default (the run the script makes unless told otherwise: ``precision: str = "bf16-true"``
+    of a function run from the command line); None for one not known."""
+    out: List[Any] = []
+    for option in options(precision) if precision is not None else (UNKNOWN,):
+        if isinstance(option, Scalar) and isinstance(option.value, (str, int)):
+            out.append(option.value)
+        elif isinstance(option, Scalar) and option.default is not None:
+            out.append(option.default)
+        else:
+            out.append(None)
+    return out or [None]
+
+
+def _fabric_set_up(interp: "Interpreter", frame: "Frame", model: Value, precision: Any,
+                   node: Optional[ast.AST]) -> Value:
+    """The model Fabric sets up at ``precision`` (None: not known, the model as given)."""
+    dtype = trainingdata.FABRIC_TRUE_PRECISION.get(precision) if isinstance(precision, str) else None
+    mixed = trainingdata.FABRIC_MIXED_PRECISION.get(precision) if isinstance(precision, (str, int)) else None
     if mixed is not None:  # autocast around its forward, outputs to float32 (``plugins/precision/amp.py``)
         mode = MIXED_F32_OUT_F16 if mixed == "float16" else MIXED_F32_OUT_BF16
         model = union_of(replace(o, mode=mode) if isinstance(o, Module) and not o.mode else o for o in options(model))
@@ -2123,9 +2167,7 @@ def fabric_setup(interp: "Interpreter", frame: "Frame", fabric: Obj, name: str, 
         _note_cast_of_trained(interp, frame, model, cast)
         interp.add_seed(cast, frame)
         model = cast
-    if name == "setup_module" or len(positional) == 1:
-        return model
-    return Seq((model,) + tuple(positional[1:]))
+    return model
 
 
 def _optimizer_params(value: Value) -> Value:
