@@ -2638,14 +2638,6 @@ def test_findings_do_not_depend_on_the_order_the_files_are_given_in(tmp_path: Pa
     assert first == last
 
 
-def test_a_call_with_half_arguments_gets_a_context_after_the_float32_calls_spent_them(tmp_path: Path) -> None:
-    """A helper whose contexts forty float32 calls spent still analyses a call with half arguments in
-    a context of its own, which findings need (before, its result was unknown and the softmax of the
-    half scores was missed when the float32 calls came first)."""
-    files = _helper_called_from_everywhere()
-    assert _codes_of_files_in_order(tmp_path, files, ["."]) == ["pooling.py:3: AMP201"]
-
-
 def test_a_model_made_half_under_a_flag_is_no_model_where_the_flag_is_false(tmp_path: Path) -> None:
     """Where ``use_apex`` is false, the model apex initialised under ``if use_apex:`` is not there:
     only the float32 model of the other path is (before, it stayed as a model of unknown dtype whose

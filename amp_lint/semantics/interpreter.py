@@ -7,8 +7,7 @@ most :data:`MAX_CONTEXTS`; past that, contexts are widened by joining their argu
 receiver apart; a context widened :data:`MAX_WIDENINGS` times answers only the calls whose
 arguments it covers and, when its arguments carry half evidence, only calls whose own arguments do
 too; another call gets a context of its own, up to :data:`MAX_EXACT_CONTEXTS`, and past those an
-unknown result, apart from :data:`MAX_HALF_CONTEXTS` more for calls whose arguments carry half
-evidence). A summary
+unknown result). A summary
 remembers which classes' instance fields it read, its callees' included; when one of those fields
 changes later (a wrapper's ``self.module`` gets another class), the next call in that context
 analyses it again. Functions no analysed code reaches are analysed once at the end with unknown
@@ -59,7 +58,6 @@ DEBUG = bool(os.environ.get("AMP_LINT_DEBUG"))
 MAX_CONTEXTS = 8
 MAX_WIDENINGS = 3
 MAX_EXACT_CONTEXTS = 16
-MAX_HALF_CONTEXTS = 8
 MAX_DEPTH = 40
 MAX_LOOP_ITERATIONS = 4
 #: a ``for`` over a tuple or list of at most this many known items runs its body once per item
@@ -2462,15 +2460,9 @@ class Interpreter:
                         and not (any(carries_half(w) for w in wide[0]) and not any(carries_half(p) for p in params)):
                     found = self.memo.get((id(info), wide[0], state))
                     return self._reused(found, stack) if found is not None else None
-                if info.exact_contexts < MAX_EXACT_CONTEXTS:
-                    info.exact_contexts += 1
-                elif info.half_contexts < MAX_HALF_CONTEXTS and any(carries_half(p) for p in params):
-                    # the contexts are spent (float32 calls of a helper called from everywhere):
-                    # a call with half arguments, which findings need, still gets its own, whichever
-                    # files' calls came first
-                    info.half_contexts += 1
-                else:
+                if info.exact_contexts >= MAX_EXACT_CONTEXTS:
                     return None
+                info.exact_contexts += 1
             else:
                 joined = tuple(join(a, b) for a, b in zip(wide[0], params)) if wide else params
                 if receiver is not None:

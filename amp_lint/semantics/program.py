@@ -170,7 +170,6 @@ class FunctionInfo:
     parametrized: Dict[str, Value] = field(default_factory=dict)
     contexts: int = 0  # analyses run (one per distinct calling context)
     exact_contexts: int = 0  # own contexts given, past the widening, to calls a widened context did not cover
-    half_contexts: int = 0  # own contexts given, past those, to calls with half arguments
 
     @property
     def name(self) -> str:
