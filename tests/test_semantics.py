@@ -3784,6 +3784,110 @@ def test_string_methods_and_tests_on_known_values_are_decided(tmp_path: Path) ->
     assert one(tmp_path, code, "# <- same", "same") == ["scalar False"]
 
 
+def test_a_field_set_on_a_local_config_is_that_instances_own(tmp_path: Path) -> None:
+    """``cfg = Config(); cfg.vocab_size = 100`` changes the instance ``cfg`` holds: another instance
+    of the dataclass keeps its own vocabulary (before, the store made every instance read the join
+    of the class's field: 32000 or 100 in a script that never set it)."""
+    code = """
+    from dataclasses import dataclass
+    @dataclass
+    class Config:
+        vocab_size: int = 32000
+        width: int = 512
+    def toy():
+        cfg = Config()
+        cfg.vocab_size = 100
+        return cfg.vocab_size  # <- toy
+    def real():
+        cfg = Config(width=1024)
+        return cfg.vocab_size  # <- real
+    toy()
+    real()
+    """
+    assert one(tmp_path, code, "# <- toy", "cfg.vocab_size") == ["scalar 100"]
+    assert one(tmp_path, code, "# <- real", "cfg.vocab_size") == ["scalar 32000"]
+
+
+def test_a_dataclass_with_a_base_and_a_post_init_keeps_its_own_fields(tmp_path: Path) -> None:
+    """A dataclass that extends another dataclass and has a ``__post_init__`` keeps, per instance,
+    the fields its base declares and those ``__post_init__`` does not set: a toy config's vocabulary
+    of 100 is not the adapter config's (before, neither had fields of its own and both read the
+    class's join, 32000 or 100); what ``__post_init__`` sets is still read from the class."""
+    code = """
+    from dataclasses import dataclass
+    from typing import ClassVar, Optional
+    @dataclass
+    class BaseConfig:
+        vocab_size: int = 32000
+        padded: Optional[int] = None
+        registry: ClassVar[dict] = {}
+        def __post_init__(self):
+            if self.padded is None:
+                self.padded = self.vocab_size + 64 - self.vocab_size % 64
+    @dataclass
+    class AdapterConfig(BaseConfig):
+        prompt_length: int = 10
+    def toy():
+        cfg = BaseConfig()
+        cfg.vocab_size = 100
+        return cfg
+    def adapter():
+        cfg = AdapterConfig(prompt_length=4)
+        return cfg.vocab_size, cfg.prompt_length  # <-
+    toy()
+    adapter()
+    """
+    assert one(tmp_path, code, "# <-", "cfg.vocab_size") == ["scalar 32000"]
+    assert one(tmp_path, code, "# <-", "cfg.prompt_length") == ["scalar 4"]
+
+
+def test_a_conditional_cast_used_as_a_statement_casts_the_model_on_its_branch(tmp_path: Path) -> None:
+    """``net.half() if half else net.float()`` as a statement casts ``net`` in place where ``half``
+    holds (an ``if`` of its two arms): the evaluation's softmax on the detector's output is float16
+    under ``half`` (before, the expression's value was dropped and the model stayed float32)."""
+    code = """
+    import sys
+    import torch
+    from torch import nn
+    class Detector(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.head = nn.Conv2d(16, 32, 1)
+        def forward(self, x):
+            return self.head(x)
+    def evaluate(net, images, half):
+        net.half() if half else net.float()
+        images = images.half() if half else images.float()
+        scores = net(images).softmax(1)
+        return scores
+    evaluate(Detector(), torch.randn(1, 16, 8, 8), sys.argv[1] == "half")
+    """
+    assert _codes(tmp_path, code) == [f"{_line_of(code, 'scores = net(images)')}: AMP201"]
+    [net] = one(tmp_path, code, "scores = net(images)", "net")
+    assert net == "module Detector with float16 or float32 parameters"
+
+
+def test_a_field_stored_unknown_in_a_function_reads_back_unknown_there(tmp_path: Path) -> None:
+    """A run whose argument is unknown stores an unknown value in ``self.log_scale``; reading it back
+    in that function gives that unknown, not the join of the field over every run (where an autocast
+    caller's run made it half: before, ``exp`` there was a float16 "outside autocast")."""
+    code = """
+    import sys
+    import torch
+    class Scaled:
+        def __init__(self, stats):
+            self.loc, self.log_scale = stats.unbind(0)
+            self.scale = torch.exp(self.log_scale)  # <-
+    def summarise(stats):
+        return Scaled(stats)
+    with torch.autocast("cuda"):
+        a = summarise(torch.nn.Linear(4, 8)(torch.randn(2, 4)).view(2, 2, 4))
+    b = summarise(torch.load(sys.argv[1]))
+    """
+    assert sorted(one(tmp_path, code, "# <-", "self.log_scale")) == ["tensor float16", "unknown"]
+    assert not [c for c in _codes(tmp_path, code) if c.endswith("AMP204")]
+
+
 def test_a_field_read_after_its_store_in_a_function_is_the_value_stored(tmp_path: Path) -> None:
     """``self.logvar = clamp(...)`` then ``exp(self.logvar)`` in the same method reads what was just
     stored, not the join of every store of every run: a caller running under autocast made the
@@ -3914,8 +4018,9 @@ def test_a_comparison_of_known_strings_is_decided_and_of_a_command_line_string_i
 def test_each_dataclass_instance_keeps_the_fields_it_was_built_with(tmp_path: Path) -> None:
     """``Cfg(width=96)`` and ``Cfg()`` are two configurations: each keeps its own ``width`` (the
     one passed, else the field's literal default), so a layer built from each gets its own size
-    (AMP402 checks each). A field stored after the instance was built is read from the class's
-    join of every value. Before, every instance read the join of all of them (an unknown number)."""
+    (AMP402 checks each). A field stored after the instance was built, through the local name
+    that holds it, is that instance's. Before, every instance read the join of all of them (an
+    unknown number)."""
     code = """
     import torch.nn as nn
     from dataclasses import dataclass
@@ -3934,7 +4039,7 @@ def test_each_dataclass_instance_keeps_the_fields_it_was_built_with(tmp_path: Pa
     depth = later.depth  # <- depth
     """
     assert sorted(one(tmp_path, code, "# <- proj", "cfg.width")) == ["scalar 100", "scalar 96"]
-    assert one(tmp_path, code, "# <- depth", "depth") == ["scalar"]
+    assert one(tmp_path, code, "# <- depth", "depth") == ["scalar 4"]
 
 
 def test_a_method_called_on_the_receiver_ends_the_read_back_of_its_fields(tmp_path: Path) -> None:

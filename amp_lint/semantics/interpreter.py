@@ -197,6 +197,8 @@ class Interpreter:
         self.index = ModuleIndex(self.modules)
         self.device = "cpu" if device == "cpu" else "cuda"
         self.memo: Dict[tuple, Summary] = {}
+        #: ``a() if c else b()`` used as a statement, as the ``if`` it runs as (by the statement's id)
+        self.ifexp_statements: Dict[int, ast.If] = {}
         #: the value of each literal, by node id (the same in every run)
         self.constants: Dict[int, Value] = {}
         #: the literal defaults of each function's parameters, by its node's id
@@ -744,6 +746,16 @@ class Interpreter:
         return True
 
     def _s_expr(self, node: ast.Expr, frame: Frame) -> bool:
+        if isinstance(node.value, ast.IfExp):
+            # ``model.half() if half else model.float()`` as a statement: an ``if`` of its two arms
+            branch = self.ifexp_statements.get(id(node))
+            if branch is None:
+                value = node.value
+                branch = self.ifexp_statements[id(node)] = ast.copy_location(ast.If(
+                    test=value.test, body=[ast.copy_location(ast.Expr(value.body), value.body)],
+                    orelse=[ast.copy_location(ast.Expr(value.orelse), value.orelse)]), node)
+                branch.end_lineno, branch.end_col_offset = node.end_lineno, node.end_col_offset
+            return self._s_if(branch, frame)
         frame.statement = node.value
         self.ev(node.value, frame)
         frame.statement = None
@@ -1538,10 +1550,18 @@ class Interpreter:
     def store_attr(self, receiver: Value, name: str, value: Value, node: ast.AST, frame: Frame) -> None:
         if frame.branches:
             value = self._cast_in_branch(value, frame)
+        local = node.value.id if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+            and (frame.info is None or node.value.id in frame.assigned) else None
         for option in options(receiver):
             cls = _class_info(option)
             if isinstance(option, Instance) and cls is not None and option.field(name) is not None:
-                cls.stored_fields.add(name)  # stored after it was built: the class's join is read
+                if local is not None and receiver is option:
+                    # ``config = Config.from_name("7B"); config.vocab_size = 100``: this instance, the
+                    # one the name holds, now has that field (other instances keep theirs)
+                    frame.env[local] = replace(option, own=tuple((k, value if k == name else v)
+                                                                 for k, v in option.own))
+                else:
+                    cls.stored_fields.add(name)  # stored after it was built: the class's join is read
             if cls is not None:
                 old = cls.fields.get(name)
                 set_field(cls, name, value if old is None else join(old, value))
@@ -2312,24 +2332,34 @@ class Interpreter:
     def _dataclass_fields(self, info: ClassInfo, args: List[Value], kwargs: Dict[str, Value]
                           ) -> Optional[Tuple[Tuple[str, Value], ...]]:
         """Join the values a dataclass is built with into its class's fields, and return the
-        instance's own (passed, else the field's literal default; None where the arguments are
-        not all known: ``*args``, ``**other``, a base class's fields, a ``__post_init__``)."""
-        fields = [s for s in info.node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
-        names = [s.target.id for s in fields]  # type: ignore[attr-defined]
+        instance's own (passed, else the field's literal default; the fields of its dataclass bases
+        first, as ``dataclasses`` orders them; None where the arguments are not all known: ``*args``,
+        ``**other``). A field its ``__post_init__`` sets (``self.padded = ...``) is not its own: it
+        reads the class's field, the join of every store."""
+        fields: Dict[str, Tuple[ast.AnnAssign, ClassInfo]] = {}
+        for klass in reversed(self.mro(info)):
+            if klass is not info and not getattr(klass, "is_dataclass", False):
+                continue
+            for statement in klass.node.body:
+                if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) \
+                        and not _is_class_var(statement.annotation):
+                    fields[statement.target.id] = (statement, klass)
+        names = list(fields)
+        post_init = self.class_lookup(info, "__post_init__")
+        set_after = _self_stores(post_init.node) if isinstance(post_init, FunctionInfo) else set()
         own: Optional[List[Tuple[str, Value]]] = []
-        if any(isinstance(a, Star) for a in args) or "**" in kwargs or len(args) > len(names) \
-                or self.class_lookup(info, "__post_init__") is not None \
-                or any(getattr(c, "is_dataclass", False) for c in self.mro(info)[1:]):
+        if any(isinstance(a, Star) for a in args) or "**" in kwargs or len(args) > len(names):
             own = None
-        for i, (name, statement) in enumerate(zip(names, fields)):
+        for i, name in enumerate(names):
+            statement, klass = fields[name]
             value = kwargs.get(name) if name in kwargs else (args[i] if i < len(args) else None)
             if value is not None and not isinstance(value, Star):
-                old = info.fields.get(name)
-                set_field(info, name, value if old is None else join(old, value))
-            if own is not None:
-                default = statement.value  # type: ignore[attr-defined]
+                old = klass.fields.get(name)
+                set_field(klass, name, value if old is None else join(old, value))
+            if own is not None and name not in set_after:
+                default = statement.value
                 own.append((name, value if value is not None else (
-                    _default_value(default, info.module.relpath) if default is not None else UNKNOWN)))
+                    _default_value(default, klass.module.relpath) if default is not None else UNKNOWN)))
         return tuple(own) if own is not None else None
 
     # -- user functions --------------------------------------------------------------------------
@@ -3514,13 +3544,38 @@ def forget_fields(frame: Frame, name: str) -> None:
         del frame.env[key]
 
 
+def _is_class_var(annotation: ast.AST) -> bool:
+    """``ClassVar[...]``: a class attribute, no dataclass field."""
+    head = annotation.value if isinstance(annotation, ast.Subscript) else annotation
+    return (isinstance(head, ast.Name) and head.id == "ClassVar") or \
+        (isinstance(head, ast.Attribute) and head.attr == "ClassVar")
+
+
+def _self_stores(node: ast.AST) -> Set[str]:
+    """The fields a method sets on its first parameter (``self.x = ...``, ``self.x += ...``)."""
+    spec = node.args  # type: ignore[attr-defined]
+    params = spec.posonlyargs + spec.args
+    if not params:
+        return set()
+    me = params[0].arg
+    out: Set[str] = set()
+    for sub in ast.walk(node):
+        targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target] \
+            if isinstance(sub, (ast.AugAssign, ast.AnnAssign)) else []
+        for target in targets:
+            for t in ast.walk(target):
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me:
+                    out.add(t.attr)
+    return out
+
+
 def _narrowable(value: Value) -> bool:
     """Data whose field stores are narrowed (:meth:`Interpreter.narrow_field`)."""
     for option in options(value):
         if isinstance(option, Seq):
             if not all(_narrowable(item) for item in option.items):
                 return False
-        elif not isinstance(option, (Tensor, Scalar)):
+        elif not isinstance(option, (Tensor, Scalar)) and option is not UNKNOWN:
             return False
     return True
 
