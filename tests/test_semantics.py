@@ -979,6 +979,32 @@ def test_a_function_run_from_the_command_line_takes_its_defaults_and_literal_cho
     assert _codes(tmp_path, text) == []
 
 
+def test_fabric_backward_at_16_true_is_an_unscaled_backward(tmp_path: Path) -> None:
+    """``fabric.backward(loss)`` of a Fabric at ``"16-true"`` scales nothing (no GradScaler in its
+    half plugin): AMP102 there, beside AMP101 at ``setup``; at ``"16-mixed"`` Fabric scales the loss
+    and at ``"bf16-true"`` none is needed (before, a framework's backward was never a backward)."""
+    code = """
+    import lightning as L
+    import torch
+    from torch import nn
+    def finetune(precision):
+        fabric = L.Fabric(devices=1, precision=precision)
+        model = fabric.setup(nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 8)))
+        optimizer = fabric.setup_optimizers(torch.optim.SGD(model.parameters(), lr=0.01))
+        for _ in range(100):
+            loss = model(torch.randn(16, 64)).logsumexp(-1).mean()
+            fabric.backward(loss)
+            optimizer.step()
+            optimizer.zero_grad()
+    finetune("PRECISION")
+    """
+    true16 = code.replace("PRECISION", "16-true")
+    assert sorted(_codes(tmp_path, true16)) == sorted([f"{_line_of(true16, 'model = fabric.setup(')}: AMP101",
+                                                       f"{_line_of(true16, 'fabric.backward(loss)')}: AMP102"])
+    assert _codes(tmp_path, code.replace("PRECISION", "16-mixed")) == []
+    assert [c for c in _codes(tmp_path, code.replace("PRECISION", "bf16-true")) if "AMP102" in c] == []
+
+
 def test_an_optimizer_picked_by_name_from_torch_optim_is_an_optimizer(tmp_path: Path) -> None:
     """``getattr(torch.optim, name)(params)`` and ``getattr(__import__("torch.optim", fromlist=[name]),
     name)`` build an optimizer of a class nobody knows over the half model's parameters: AMP101 at the
@@ -3865,6 +3891,32 @@ def test_a_conditional_cast_used_as_a_statement_casts_the_model_on_its_branch(tm
     assert _codes(tmp_path, code) == [f"{_line_of(code, 'scores = net(images)')}: AMP201"]
     [net] = one(tmp_path, code, "scores = net(images)", "net")
     assert net == "module Detector with float16 or float32 parameters"
+
+
+def test_a_half_processor_a_library_calls_runs_its_own_call(tmp_path: Path) -> None:
+    """A module whose class defines its own ``__call__`` (an attention processor the pipeline
+    calls) cast to float16 and handed to a library: its ``__call__`` runs with its half layers
+    (before, only ``forward`` ran for a half module)."""
+    code = """
+    import torch
+    from diffusers import UNet2DConditionModel
+    from torch import nn
+    class KeyProcessor(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.to_k = nn.Linear(dim, dim)
+        def __call__(self, attn, hidden_states, context=None):
+            keys = self.to_k(context)
+            return keys.softmax(dim=-1)
+    class Adapter:
+        def __init__(self, unet):
+            self.unet = unet
+        def install(self):
+            procs = {name: KeyProcessor(64).to("cuda", dtype=torch.float16) for name in self.unet.attn_processors}
+            self.unet.set_attn_processor(procs)
+    Adapter(UNet2DConditionModel.from_pretrained("sd-model", subfolder="unet")).install()
+    """
+    assert _codes(tmp_path, code) == [f"{_line_of(code, 'keys.softmax')}: AMP201"]
 
 
 def test_a_field_stored_unknown_in_a_function_reads_back_unknown_there(tmp_path: Path) -> None:

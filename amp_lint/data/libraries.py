@@ -73,7 +73,7 @@ CONFIG_WRAPPERS: FrozenSet[str] = frozenset({
 #: guide "Using a Fire CLI"; jsonargparse docs "Functions as CLI"; typer docs "First steps"; tyro docs
 #: "Functions"). jsonargparse, tyro and typer restrict a ``Literal[...]`` parameter to its choices.
 CLI_RUNNERS: FrozenSet[str] = frozenset({
-    "fire.Fire", "jsonargparse.CLI", "jsonargparse.auto_cli", "typer.run", "tyro.cli",
+    "fire.Fire", "jsonargparse.CLI", "jsonargparse.cli.CLI", "jsonargparse.auto_cli", "typer.run", "tyro.cli",
 })
 
 #: Model registries of libraries: the decorator that registers a model-building function under its

@@ -26,7 +26,9 @@ class BackwardWithoutLossScaling(Rule):
     model cast wholesale to float16 (PURE_FP16) - when nothing scales it: no `GradScaler`, no
     apex `amp.scale_loss`, no hand-written `loss * loss_scale`. Loops whose backward belongs to
     a framework (`accelerator.backward`, a DeepSpeed engine, a fairseq/apex master-weight
-    optimizer's `optimizer.backward(loss)`) are not `loss.backward()` and are not reported, nor is
+    optimizer's `optimizer.backward(loss)`) are not `loss.backward()` and are not reported, except
+    Lightning Fabric's `fabric.backward(loss)` where the Fabric may run at `"16-true"` (its half
+    plugin scales nothing; `"16-mixed"` brings a GradScaler), nor is
     a plain backward beside one that apex's `amp.scale_loss` scales, on parameters that only apex
     made float16 (the path that does not use apex), nor one whose loss is half only through a cast
     in another program (another script - with a `__main__` block, or a top level that loops -

@@ -455,7 +455,8 @@ class Interpreter:
 
     def analyse_seed(self, seed: Module, where: SourceModule, origin: Optional[Origin],
                      done: Set[Tuple[int, Module]]) -> None:
-        """Run ``forward`` of a half module with unknown inputs (its parameters decide). When the
+        """Run ``forward`` (or its class's own ``__call__``) of a half module with unknown inputs (its
+        parameters decide). When the
         program calls the module itself, a parameter with a default that no call passes keeps its
         default (``labels=None`` where no caller passes labels): the run takes no branch no caller takes."""
         if not isinstance(seed.cls, ClassVal):
@@ -475,6 +476,9 @@ class Interpreter:
                         self.analyse_seed(item, where, origin, done)
             return
         forward = self.class_lookup(seed.cls.info, "forward")
+        call = self.class_lookup(seed.cls.info, "__call__")
+        if isinstance(call, FunctionInfo):  # its own ``__call__`` is what calling it runs (an attention processor)
+            forward = call
         if not isinstance(forward, FunctionInfo) or (id(forward), seed) in done:
             return
         done.add((id(forward), seed))

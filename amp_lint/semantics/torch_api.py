@@ -2133,6 +2133,14 @@ def fabric_setup(interp: "Interpreter", frame: "Frame", fabric: Obj, name: str, 
     return Seq((model,) + tuple(positional[1:]))
 
 
+def unscaled_fp16_fabric(value: Value) -> bool:
+    """A Lightning Fabric that may run at ``"16-true"``: its ``backward`` scales nothing (its
+    ``HalfPrecision`` plugin has no scaler; only ``"16-mixed"`` brings a GradScaler)."""
+    return any(isinstance(o, Obj) and o.kind == "trainer" and isinstance(o.get("name"), Scalar)
+               and str(o.get("name").value).endswith("Fabric")  # type: ignore[union-attr]
+               and "16-true" in _precision_choices(o.get("precision")) for o in options(value))
+
+
 def _precision_choices(precision: Optional[Value]) -> List[Any]:
     """The precisions a ``precision=`` value may be: its literals; for a string chosen at run time,
     its default (the run the script makes unless told otherwise: ``precision: str = "bf16-true"``

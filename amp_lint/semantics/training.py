@@ -14,6 +14,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from amp_lint.data import training as trainingdata
 from amp_lint.semantics.facts import Facts, Observation
 from amp_lint.semantics.interpreter import presence_subject
+from amp_lint.semantics.torch_api import unscaled_fp16_fabric
 from amp_lint.semantics.values import (
     UNKNOWN, Ext, Method, Obj, Tensor, Value, options,
 )
@@ -204,6 +205,9 @@ class TrainingModel:
             if name == "backward" and (any(is_tensor(v) for v in values) or (
                     not node.args and all(v is UNKNOWN for v in values))):
                 kind = "backward"
+            elif name == "backward" and len(node.args) == 1 and any(unscaled_fp16_fabric(v) for v in values):
+                # ``fabric.backward(loss)`` at "16-true": a plain backward of ``loss``
+                kind, receiver = "backward", node.args[0]
             elif name == "step" and not node.args and not node.keywords and (
                     any(is_optimizer(v) for v in values) or all(v is UNKNOWN for v in values)):
                 kind = "step"  # an unknown receiver counts when it also zero_grad()s (checked below)
