@@ -1005,6 +1005,77 @@ def test_fabric_backward_at_16_true_is_an_unscaled_backward(tmp_path: Path) -> N
     assert [c for c in _codes(tmp_path, code.replace("PRECISION", "bf16-true")) if "AMP102" in c] == []
 
 
+def test_an_optimizer_a_model_keeps_trains_its_parameters_cast_later(tmp_path: Path) -> None:
+    """A model that builds its own optimizer in ``__init__`` (``self.optim = Adam(self.parameters())``)
+    and is cast in place afterwards (``net = net.half()`` under a flag): the optimizer, stepped through
+    the model's field, now trains float16 parameters: AMP101 at the cast, AMP302 at the optimizer
+    whose default eps rounds to 0 (before, only optimizers held in local names were seen)."""
+    code = """
+    import sys
+    import torch
+    from torch import nn
+    class Critic(nn.Module):
+        def __init__(self, lr=2e-4):
+            super().__init__()
+            self.body = nn.Linear(32, 1)
+            self.optim = torch.optim.Adam(self.parameters(), lr=lr)
+        def forward(self, x):
+            return self.body(x)
+    def main(half):
+        net = Critic().cuda()
+        if half:
+            net = net.half()
+        for _ in range(5):
+            net.optim.zero_grad()
+            score = net(torch.randn(8, 32).cuda().half()).float().mean()
+            score.backward()
+            net.optim.step()
+    main(sys.argv[1] == "half")
+    """
+    codes = _codes(tmp_path, code)
+    assert f"{_line_of(code, 'net = net.half()')}: AMP101" in codes
+    assert f"{_line_of(code, 'self.optim = torch.optim.Adam')}: AMP302" in codes
+
+
+def test_a_model_module_named_by_a_flag_default_is_imported(tmp_path: Path) -> None:
+    """``config = vars(parser.parse_args())`` is the flags as a dict; ``__import__(config["arch"])``
+    imports the default's module (the run the script makes unless told otherwise), and
+    ``Net(**config)`` passes each known flag, also when the dict later got keys nobody knows (before,
+    the module was unknown and nothing it builds was seen)."""
+    files = {
+        "resnetlike.py": """
+            import torch
+            from torch import nn
+            class Net(nn.Module):
+                def __init__(self, width=64, eps=1e-3, **kwargs):
+                    super().__init__()
+                    self.fc = nn.Linear(width, width)
+                    self.eps = eps
+                def forward(self, x):
+                    h = self.fc(x)
+                    return h / (h.norm(dim=-1, keepdim=True) + self.eps)
+            """,
+        "train.py": """
+            import argparse
+            import torch
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--arch", type=str, default="resnetlike")
+            parser.add_argument("--eps", type=float, default=1e-8)
+            parser.add_argument("--half", action="store_true")
+            def run(config):
+                for key in ["data", "logs"]:
+                    config[f"{key}_root"] = "/tmp/" + key
+                module = __import__(config["arch"])
+                net = module.Net(**config).cuda()
+                if config["half"]:
+                    net = net.half()
+                return net(torch.randn(2, 64).cuda().half())
+            run(vars(parser.parse_args()))
+            """,
+    }
+    assert "resnetlike.py:10: AMP302" in _codes_in_project(tmp_path, files, "AMP302")
+
+
 def test_an_optimizer_picked_by_name_from_torch_optim_is_an_optimizer(tmp_path: Path) -> None:
     """``getattr(torch.optim, name)(params)`` and ``getattr(__import__("torch.optim", fromlist=[name]),
     name)`` build an optimizer of a class nobody knows over the half model's parameters: AMP101 at the

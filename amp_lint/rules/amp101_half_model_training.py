@@ -35,8 +35,9 @@ class HalfModelTraining(Rule):
     or made only where the flag of its `requires_grad_(flag)` is false: `if not flag: m.to(dtype)`)
     whose parameters an optimizer is then built over, anywhere in the program (the cast in one
     file, the optimizer in another counts), or cast in place after an optimizer over its parameters
-    was built, when that optimizer then steps (`.half()` converts the very tensors the optimizer
-    holds; a cast for export after training is not reported). It follows the parameters by dataflow, so a cast that
+    was built, also one the model keeps in a field (`self.optim = Adam(self.parameters())`), when
+    that optimizer then steps (`.half()` converts the very tensors the optimizer holds; a cast for
+    export after training is not reported). It follows the parameters by dataflow, so a cast that
     is undone (`model.half().float()`), an optimizer over fp32 master copies of the parameters,
     and optimizers handed to a wrapper that keeps fp32 master weights (apex O2, fairseq
     `FP16Optimizer`, DeepSpeed, Kahan-summation optimizers) are not reported, nor are

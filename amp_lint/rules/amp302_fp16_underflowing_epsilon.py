@@ -28,7 +28,9 @@ class Fp16UnderflowingEpsilon(Rule):
     ## What it does
     Finds an epsilon that rounds to 0 in float16 (below 3e-8) where it meets float16 values:
     a non-fused `Adam`/`AdamW`/`RMSprop`/... with `eps=1e-8` (explicit or default) over the
-    parameters of a module cast with `.half()`; `x / (norm + 1e-8)`, `sqrt(var + 1e-12)` and
+    parameters of a module cast with `.half()` (also where the module is cast in place after the
+    optimizer was built and the optimizer then steps, as a GAN's `self.optim = Adam(self.parameters())`
+    in `__init__` followed by `G = G.half()`); `x / (norm + 1e-8)`, `sqrt(var + 1e-12)` and
     `clamp(min=1e-12)` in float16 arithmetic; `F.normalize` on float16 values (its default eps is
     1e-12). `nn.LayerNorm(eps=1e-12)` / `F.layer_norm` are not reported: their kernels keep eps in
     float32. bfloat16 represents 1e-8, and optimizers wrapped for fp32 master weights are fine.
@@ -285,6 +287,10 @@ class Fp16UnderflowingEpsilon(Rule):
         if eps is None or not underflows(eps, "f16"):
             return None
         dtypes, _, origin = param_dtypes(optimizer.get("params") or Scalar("other"))
+        if not dtypes & F16 and isinstance(site, Scalar):  # its model cast in place after it was built
+            later, later_origin = self.ctx.facts.params_cast_after_built(site.value)
+            if later & F16:
+                dtypes, origin = dtypes | later, later_origin
         if not dtypes & F16:
             return None
         default = "" if find_arg(node, "eps") is not None else " (the default)"

@@ -298,6 +298,17 @@ class Facts:
         return {origin.key: origin for site, origin in self.interpreter.half_optimizers
                 if not self.master_wrapped(site)}
 
+    def params_cast_after_built(self, site: Optional[str]) -> Tuple[int, Optional[Origin]]:
+        """The half dtypes (and a cast's origin) of the parameters the optimizer built at ``site``
+        holds because its model was cast in place after it was built, and it then stepped
+        (``self.optim = Adam(self.parameters())`` in ``__init__``, ``G.half()`` later)."""
+        bits, found = 0, None
+        for where, origin in self.interpreter.half_optimizers:
+            if where == site and origin in self.interpreter.pending_casts.get(site, ()):
+                bits |= self.interpreter.cast_bits.get(origin.key, 0)
+                found = found or origin
+        return bits, found
+
     def cast_after_optimizer(self, origin: Origin) -> bool:
         """Whether the in-place cast at ``origin`` ran after an optimizer over that model was built."""
         return any(origin in casts for casts in self.interpreter.pending_casts.values())

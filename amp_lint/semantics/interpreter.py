@@ -252,6 +252,8 @@ class Interpreter:
         self.half_optimizers: List[Tuple[str, Origin]] = []
         #: optimizer site -> origins of in-place half casts of its model made after it was built
         self.pending_casts: Dict[str, List[Origin]] = {}
+        #: the half dtypes each of those casts (by its origin's key) made
+        self.cast_bits: Dict[Tuple[str, int, int, int, int], int] = {}
         #: GradScaler sites that step or unscale an optimizer of half parameters -> that dtype's origin
         self.half_scalers: Dict[str, Origin] = {}
         #: mixed precision owned by a framework: (kind, precision text or None, origin)
@@ -613,18 +615,19 @@ class Interpreter:
                        libraries_too: bool = False) -> Value:
         """``importlib.import_module(name)``: the module when ``name`` is known (a library's by its
         name; ``package_only``: the top package, as ``__import__(name)`` without a ``fromlist``
-        returns); where it is one of a few names, one of those modules (``__import__(module)`` of
-        ``"torch.optim"`` or of a name the user gave); when only its package is known
+        returns; a name chosen at run time whose default is known: the default's, the module the
+        script runs unless told otherwise); where it is one of a few names, one of those modules
+        (``__import__(module)`` of ``"torch.optim"`` or of a name the user gave); when only its
+        package is known
         (``f"pkg.tasks.{name}"``, ``namespace + "." + file``: the plugin loop of a registry), every
         module of that package runs, as the loop over its folder would run them, and the module
         imported is one of them."""
         value = frame.record.values.get(id(arg))
-        named = [o.value for o in options(value) if isinstance(o, Scalar) and isinstance(o.value, str)] \
-            if value is not None else []
+        named = [_text_or_default(o) for o in options(value) if _text_or_default(o)] if value is not None else []
         if named:
             found_any: Optional[Value] = None
             for option in options(value):
-                name = option.value if isinstance(option, Scalar) and isinstance(option.value, str) else None
+                name = _text_or_default(option)
                 found_any = join(found_any, self._module_named(name.split(".")[0] if package_only and name
                                                                else name, frame, libraries_too))
             return found_any if found_any is not None else UNKNOWN
@@ -2117,9 +2120,14 @@ class Interpreter:
             value = self.ev(kw.value, frame)
             if kw.arg is not None:
                 kwargs[kw.arg] = value
-            elif isinstance(value, DictVal) and all(isinstance(k, str) for k, _ in value.items):
-                for key, item in value.items:  # ``f(**kwargs)`` of a dict whose keys are all known
-                    kwargs.setdefault(key, item)
+            elif isinstance(value, DictVal) and any(isinstance(k, str) for k, _ in value.items):
+                for key, item in value.items:  # ``f(**kwargs)``: each known key is that argument
+                    if isinstance(key, str):
+                        kwargs.setdefault(key, item)
+                if not all(isinstance(k, str) for k, _ in value.items):
+                    # and what it holds under keys nobody knows (``config[f"{k}_root"] = ...``) may
+                    # be any other argument
+                    kwargs["**"] = DictVal(tuple((k, v) for k, v in value.items if not isinstance(k, str)))
             else:
                 kwargs["**"] = value
         if isinstance(func, ast.Attribute):
@@ -3546,6 +3554,13 @@ def forget_fields(frame: Frame, name: str) -> None:
     prefix = name + "."
     for key in [k for k in frame.env if k.startswith(prefix)]:
         del frame.env[key]
+
+
+def _text_or_default(value: Value) -> Optional[str]:
+    """A string's text, or for one chosen at run time (``--model`` with ``default="BigGAN"``) its default."""
+    if isinstance(value, Scalar) and value.kind == "str":
+        return value.value if isinstance(value.value, str) else value.default
+    return None
 
 
 def _is_class_var(annotation: ast.AST) -> bool:

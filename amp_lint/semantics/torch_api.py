@@ -851,19 +851,24 @@ def _receiver(node: Optional[ast.AST]) -> Optional[ast.AST]:
 
 def _note_cast_of_trained(interp: "Interpreter", frame: "Frame", module: Value, result: Value) -> None:
     """A module cast to half in place after an optimizer was built over its parameters (in this
-    function): the optimizer now holds half parameters. Noted as pending; an optimizer step after
+    function, or kept in a field of the model): the optimizer now holds half parameters. Noted as pending; an optimizer step after
     the cast makes it a fact (a cast for export after training is none)."""
     cast = next((o for o in options(result) if isinstance(o, Module) and o.cast & HALF and o.origin), None)
     if cast is None:
         return
     wanted = {_identity(o) for o in options(module) if isinstance(o, Module)}
-    for value in frame.env.values():
+    held = list(frame.env.values())
+    for option in options(module):  # an optimizer the model keeps (``self.optim = Adam(self.parameters())``)
+        if isinstance(option, Module) and isinstance(option.cls, ClassVal):
+            held.extend(value for klass in interp.mro(option.cls.info) for value in klass.fields.values())
+    for value in held:
         for option in options(value):
             site = option.get("site") if isinstance(option, Obj) and option.kind == "optimizer" else None
             if isinstance(site, Scalar) and site.value and _names_module(option.get("params") or UNKNOWN, wanted):
                 pending = interp.pending_casts.setdefault(site.value, [])
                 if cast.origin not in pending:
                     pending.append(cast.origin)
+                interp.cast_bits[cast.origin.key] = interp.cast_bits.get(cast.origin.key, 0) | (cast.cast & HALF)
 
 
 def _is_parameters(value: Value) -> bool:
@@ -1887,6 +1892,9 @@ def call_builtin(interp: "Interpreter", frame: "Frame", name: str, args: List[Va
         if receiver is None:
             return UNKNOWN
         return obj("super", cls=ClassVal(cls), receiver=receiver)
+    if name == "vars" and len(positional) == 1 and isinstance(first, Obj) and first.kind == "namespace":
+        # ``config = vars(parser.parse_args())``: the flags as a dict (BigGAN's ``config['model']``)
+        return DictVal(first.attrs)
     if name == "open" and positional and isinstance(first, Scalar) and (first.value or first.default):
         return obj("file", path=first)
     if name in ("print", "setattr", "delattr", "open", "input", "vars", "type", "map", "filter", "object",
