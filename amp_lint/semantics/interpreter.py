@@ -458,9 +458,9 @@ class Interpreter:
     def analyse_seed(self, seed: Module, where: SourceModule, origin: Optional[Origin],
                      done: Set[Tuple[int, Module]]) -> None:
         """Run ``forward`` (or its class's own ``__call__``) of a half module with unknown inputs (its
-        parameters decide). When the
-        program calls the module itself, a parameter with a default that no call passes keeps its
-        default (``labels=None`` where no caller passes labels): the run takes no branch no caller takes."""
+        parameters decide). When the program calls the module itself, a parameter with a default
+        that no call passes keeps its default (``labels=None`` where no caller passes labels): the
+        run takes no branch no caller takes."""
         if not isinstance(seed.cls, ClassVal):
             key = (id(seed.cls), seed)
             if key in done:
@@ -618,10 +618,9 @@ class Interpreter:
         returns; a name chosen at run time whose default is known: the default's, the module the
         script runs unless told otherwise); where it is one of a few names, one of those modules
         (``__import__(module)`` of ``"torch.optim"`` or of a name the user gave); when only its
-        package is known
-        (``f"pkg.tasks.{name}"``, ``namespace + "." + file``: the plugin loop of a registry), every
-        module of that package runs, as the loop over its folder would run them, and the module
-        imported is one of them."""
+        package is known (``f"pkg.tasks.{name}"``, ``namespace + "." + file``: the plugin loop of a
+        registry), every module of that package runs, as the loop over its folder would run them,
+        and the module imported is one of them."""
         value = frame.record.values.get(id(arg))
         named = [_text_or_default(o) for o in options(value) if _text_or_default(o)] if value is not None else []
         if named:

@@ -851,8 +851,9 @@ def _receiver(node: Optional[ast.AST]) -> Optional[ast.AST]:
 
 def _note_cast_of_trained(interp: "Interpreter", frame: "Frame", module: Value, result: Value) -> None:
     """A module cast to half in place after an optimizer was built over its parameters (in this
-    function, or kept in a field of the model): the optimizer now holds half parameters. Noted as pending; an optimizer step after
-    the cast makes it a fact (a cast for export after training is none)."""
+    function, or kept in a field of the model): the optimizer now holds half parameters. Noted as
+    pending; an optimizer step after the cast makes it a fact (a cast for export after training is
+    none)."""
     cast = next((o for o in options(result) if isinstance(o, Module) and o.cast & HALF and o.origin), None)
     if cast is None:
         return
