@@ -163,6 +163,11 @@ class Migration:
     # -- planning ----------------------------------------------------------------------------------
     def plan(self) -> Tuple[Optional[Plan], str]:
         step = self.step
+        func = step.backward.node.func
+        if not (isinstance(func, ast.Attribute) and func.value is step.backward.receiver):
+            # ``fabric.backward(loss)``: the framework owns backward and the cast of the model
+            return None, (f"`{ast.unparse(func)}(...)` belongs to a framework; set its precision to a mixed "
+                          "one (Lightning Fabric: `\"16-mixed\"`, autocast with a GradScaler inside)")
         if step.steps_via:
             call = ast.unparse(step.steps_via[0].node.func)
             return None, f"the optimizer steps inside `{call}()`; route its `step()` through a GradScaler by hand"

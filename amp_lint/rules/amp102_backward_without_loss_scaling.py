@@ -28,7 +28,7 @@ class BackwardWithoutLossScaling(Rule):
     a framework (`accelerator.backward`, a DeepSpeed engine, a fairseq/apex master-weight
     optimizer's `optimizer.backward(loss)`) are not `loss.backward()` and are not reported, except
     Lightning Fabric's `fabric.backward(loss)` where the Fabric may run at `"16-true"` (its half
-    plugin scales nothing; `"16-mixed"` brings a GradScaler), nor is
+    plugin scales nothing; `"16-mixed"` brings a GradScaler), reported without a fix, nor is
     a plain backward beside one that apex's `amp.scale_loss` scales, on parameters that only apex
     made float16 (the path that does not use apex), nor one whose loss is half only through a cast
     in another program (another script - with a `__main__` block, or a top level that loops -
@@ -71,6 +71,22 @@ class BackwardWithoutLossScaling(Rule):
       runs backward, steps and updates; `ApexScaler.__call__` does so through `amp.scale_loss`)
     """
     VALID = [
+        Valid("""
+        # Lightning Fabric at "16-mixed" runs the forward under autocast and scales the loss in
+        # its ``backward``
+        import lightning as L
+        import torch
+        from torch import nn
+
+        fabric = L.Fabric(devices=1, precision="16-mixed")
+        model = fabric.setup(nn.Linear(64, 8))
+        optimizer = fabric.setup_optimizers(torch.optim.SGD(model.parameters(), lr=0.01))
+        for x in loader:
+            loss = model(x).logsumexp(-1).mean()
+            fabric.backward(loss)
+            optimizer.step()
+            optimizer.zero_grad()
+        """),
         Valid("""
         import argparse
         import torch
@@ -187,6 +203,25 @@ class BackwardWithoutLossScaling(Rule):
         """),
     ]
     INVALID = [
+        Invalid(
+            # at "16-true" Fabric casts the model to float16 and its ``backward`` scales nothing; the
+            # backward is Fabric's, so there is no fix (its precision is the thing to change)
+            """
+            import lightning as L
+            import torch
+            from torch import nn
+
+            fabric = L.Fabric(devices=1, precision="16-true")
+            model = fabric.setup(nn.Linear(64, 8))
+            optimizer = fabric.setup_optimizers(torch.optim.SGD(model.parameters(), lr=0.01))
+            for x in loader:
+                loss = model(x).logsumexp(-1).mean()
+                fabric.backward(loss)
+                optimizer.step()
+                optimizer.zero_grad()
+            """,
+            fix_withheld=True,
+        ),
         Invalid(
             # the autocast is on in every mode, the scaler only in "native": the plain backward
             # runs under float16 autocast unscaled

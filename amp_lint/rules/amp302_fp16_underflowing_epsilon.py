@@ -55,6 +55,26 @@ class Fp16UnderflowingEpsilon(Rule):
       https://pytorch.org/docs/stable/generated/torch.optim.Adam.html
     """
     VALID = [
+        Valid(
+            """
+            # the model keeps its optimizer; it is cast to half only after training, for export
+            import torch
+            import torch.nn as nn
+
+            class Critic(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.body = nn.Linear(32, 1)
+                    self.optim = torch.optim.Adam(self.parameters(), lr=2e-4)
+
+            critic = Critic().cuda()
+            for x in loader:
+                critic.body(x).mean().backward()
+                critic.optim.step()
+            critic.half()
+            torch.save(critic.state_dict(), "critic_fp16.pt")
+            """,
+        ),
         Valid("""
         import torch
         import torch.nn as nn
@@ -87,6 +107,42 @@ class Fp16UnderflowingEpsilon(Rule):
         """),
     ]
     INVALID = [
+        Invalid(
+            """
+            # the model keeps its optimizer, built over its float32 parameters; the cast that follows
+            # makes them float16, and the optimizer then steps them
+            import torch
+            import torch.nn as nn
+
+            class Critic(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.body = nn.Linear(32, 1)
+                    self.optim = torch.optim.Adam(self.parameters(), lr=2e-4)
+
+            critic = Critic().cuda().half()
+            for x in loader:
+                critic.body(x).mean().backward()
+                critic.optim.step()
+            """,
+            expected="""
+            # the model keeps its optimizer, built over its float32 parameters; the cast that follows
+            # makes them float16, and the optimizer then steps them
+            import torch
+            import torch.nn as nn
+
+            class Critic(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.body = nn.Linear(32, 1)
+                    self.optim = torch.optim.Adam(self.parameters(), lr=2e-4, eps=1e-4)
+
+            critic = Critic().cuda().half()
+            for x in loader:
+                critic.body(x).mean().backward()
+                critic.optim.step()
+            """,
+        ),
         Invalid(
             """
             import torch

@@ -47,7 +47,7 @@ from amp_lint.semantics.values import (
     BF16, BOOL, F16, F32, FLOATS, HALF, NONE, OPEN_KEYS, UNKNOWN, Builtin, ClassVal, Coll, DictVal, DType, Ext, FuncVal, Star,
     Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Union, Value, covers, element, join, options,
     carries_half, half_cast_keys, known_strings, registry_join, shape, union_of,
-    made_under, with_cast_origin, with_condition, without_condition,
+    made_under, text_or_default, with_cast_origin, with_condition, without_condition,
 )
 
 #: An autocast state: None (no autocast) or (device, dtype bit); device "cuda", "cpu" or "apex" (O1).
@@ -622,11 +622,11 @@ class Interpreter:
         registry), every module of that package runs, as the loop over its folder would run them,
         and the module imported is one of them."""
         value = frame.record.values.get(id(arg))
-        named = [_text_or_default(o) for o in options(value) if _text_or_default(o)] if value is not None else []
+        named = [text_or_default(o) for o in options(value) if text_or_default(o)] if value is not None else []
         if named:
             found_any: Optional[Value] = None
             for option in options(value):
-                name = _text_or_default(option)
+                name = text_or_default(option)
                 found_any = join(found_any, self._module_named(name.split(".")[0] if package_only and name
                                                                else name, frame, libraries_too))
             return found_any if found_any is not None else UNKNOWN
@@ -2347,17 +2347,20 @@ class Interpreter:
         first, as ``dataclasses`` orders them; None where the arguments are not all known: ``*args``,
         ``**other``). A field its ``__post_init__`` sets (``self.padded = ...``) is not its own: it
         reads the class's field, the join of every store."""
-        fields: Dict[str, Tuple[ast.AnnAssign, ClassInfo]] = {}
-        for klass in reversed(self.mro(info)):
-            if klass is not info and not getattr(klass, "is_dataclass", False):
-                continue
-            for statement in klass.node.body:
-                if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) \
-                        and not _is_class_var(statement.annotation):
-                    fields[statement.target.id] = (statement, klass)
+        if info.dataclass_layout is None:
+            fields: Dict[str, Tuple[ast.AnnAssign, ClassInfo]] = {}
+            for klass in reversed(self.mro(info)):
+                if klass is not info and not getattr(klass, "is_dataclass", False):
+                    continue
+                for statement in klass.node.body:
+                    if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) \
+                            and not _is_class_var(statement.annotation):
+                        fields[statement.target.id] = (statement, klass)
+            post_init = self.class_lookup(info, "__post_init__")
+            info.dataclass_layout = (fields, _self_stores(post_init.node) if isinstance(post_init, FunctionInfo)
+                                     else set())
+        fields, set_after = info.dataclass_layout
         names = list(fields)
-        post_init = self.class_lookup(info, "__post_init__")
-        set_after = _self_stores(post_init.node) if isinstance(post_init, FunctionInfo) else set()
         own: Optional[List[Tuple[str, Value]]] = []
         if any(isinstance(a, Star) for a in args) or "**" in kwargs or len(args) > len(names):
             own = None
@@ -2598,10 +2601,9 @@ def _models_kept(init: FunctionInfo, cls: ClassVal, args: List[Value], kwargs: D
     the instance, no ``super()`` and hands the instance to nothing: the instance's own, so that a
     wrapper of a sampling script's half model and one of the training script's float32 model
     each call their own (the class's field joins every instance's)."""
-    kept = getattr(init, "kept_fields", None)
+    kept = init.kept_fields
     if kept is None:
-        kept = _parameters_kept(init.node)
-        init.kept_fields = kept  # type: ignore[attr-defined]
+        kept = init.kept_fields = _parameters_kept(init.node)
     if not kept:
         return ()
     env, _ = bind_arguments(init.node, Instance(cls), args, kwargs, None)
@@ -3553,13 +3555,6 @@ def forget_fields(frame: Frame, name: str) -> None:
     prefix = name + "."
     for key in [k for k in frame.env if k.startswith(prefix)]:
         del frame.env[key]
-
-
-def _text_or_default(value: Value) -> Optional[str]:
-    """A string's text, or for one chosen at run time (``--model`` with ``default="BigGAN"``) its default."""
-    if isinstance(value, Scalar) and value.kind == "str":
-        return value.value if isinstance(value.value, str) else value.default
-    return None
 
 
 def _is_class_var(annotation: ast.AST) -> bool:

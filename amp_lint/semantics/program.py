@@ -170,6 +170,8 @@ class FunctionInfo:
     parametrized: Dict[str, Value] = field(default_factory=dict)
     contexts: int = 0  # analyses run (one per distinct calling context)
     exact_contexts: int = 0  # own contexts given, past the widening, to calls a widened context did not cover
+    #: of an ``__init__``: (field, parameter) of each parameter it keeps as it is (read once)
+    kept_fields: Optional[Tuple[Tuple[str, str], ...]] = None
 
     @property
     def name(self) -> str:
@@ -210,6 +212,9 @@ class ClassInfo:
     #: fields of a dataclass stored after an instance was built (``cfg.vocab_size = 50304``):
     #: reads of them go to the class's join, not to the instance's own value
     stored_fields: Set[str] = field(default_factory=set)
+    #: of a dataclass: its fields in ``dataclasses`` order (name -> declaration and declaring class)
+    #: and those its ``__post_init__`` sets (read once, at its first instantiation)
+    dataclass_layout: Optional[Tuple[Dict[str, Tuple[ast.AnnAssign, "ClassInfo"]], Set[str]]] = None
 
     @property
     def name(self) -> str:

@@ -23,7 +23,7 @@ from amp_lint.semantics.values import (
     DictVal, DType, Star, Ext, FuncVal, Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Value,
     apex_o1_only, bits, element, holds_under, join, known_strings, module_casts, obj, options, promote, python_scalar,
     REGISTRY_UNION_LIMIT, registry_join, shape,
-    trained_casts, union_of, with_condition,
+    text_or_default, trained_casts, union_of, with_condition,
 )
 
 if TYPE_CHECKING:
@@ -2156,12 +2156,10 @@ def _precision_choices(precision: Optional[Value]) -> List[Any]:
     of a function run from the command line); None for one not known."""
     out: List[Any] = []
     for option in options(precision) if precision is not None else (UNKNOWN,):
-        if isinstance(option, Scalar) and isinstance(option.value, (str, int)):
-            out.append(option.value)
-        elif isinstance(option, Scalar) and option.default is not None:
-            out.append(option.default)
+        if isinstance(option, Scalar) and isinstance(option.value, int):
+            out.append(option.value)  # ``precision=16``
         else:
-            out.append(None)
+            out.append(text_or_default(option))
     return out or [None]
 
 

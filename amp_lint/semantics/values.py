@@ -318,6 +318,14 @@ def known_strings(value: Value) -> List[str]:
     return texts if len(texts) == len(options(value)) else []
 
 
+def text_or_default(value: Value) -> Optional[str]:
+    """A string's text, or for one chosen at run time (``--model`` with ``default="BigGAN"``) its
+    default: the run the script makes unless told otherwise."""
+    if isinstance(value, Scalar) and value.kind == "str":
+        return value.value if isinstance(value.value, str) else value.default
+    return None
+
+
 def _named(pairs: Tuple[Tuple[Any, Value], ...], name: Any) -> Optional[Value]:
     """The value of ``name`` in (name, value) pairs."""
     for key, value in pairs:
