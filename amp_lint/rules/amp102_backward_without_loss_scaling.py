@@ -71,9 +71,9 @@ class BackwardWithoutLossScaling(Rule):
       runs backward, steps and updates; `ApexScaler.__call__` does so through `amp.scale_loss`)
     """
     VALID = [
-        Valid("""
         # Lightning Fabric at "16-mixed" runs the forward under autocast and scales the loss in
         # its ``backward``
+        Valid("""
         import lightning as L
         import torch
         from torch import nn

@@ -56,8 +56,8 @@ class Fp16UnderflowingEpsilon(Rule):
     """
     VALID = [
         Valid(
-            """
             # the model keeps its optimizer; it is cast to half only after training, for export
+            """
             import torch
             import torch.nn as nn
 
@@ -108,9 +108,9 @@ class Fp16UnderflowingEpsilon(Rule):
     ]
     INVALID = [
         Invalid(
-            """
             # the model keeps its optimizer, built over its float32 parameters; the cast that follows
             # makes them float16, and the optimizer then steps them
+            """
             import torch
             import torch.nn as nn
 
@@ -126,8 +126,6 @@ class Fp16UnderflowingEpsilon(Rule):
                 critic.optim.step()
             """,
             expected="""
-            # the model keeps its optimizer, built over its float32 parameters; the cast that follows
-            # makes them float16, and the optimizer then steps them
             import torch
             import torch.nn as nn
 
