@@ -27,14 +27,6 @@ class _IgnoreRule:
     dir_only: bool
 
 
-_TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test|conftest)\.py$|(^|/)tests?/")
-
-
-def is_test_file(relpath: str) -> bool:
-    """A pytest/unittest file by its path: ``test_*.py``, ``*_test.py``, ``conftest.py``, under ``tests/``."""
-    return bool(_TEST_FILE.search(relpath.replace("\\", "/")))
-
-
 def _compile_gitignore_pattern(pattern: str) -> Optional[_IgnoreRule]:
     line = pattern.rstrip("\n").rstrip()
     if not line or line.startswith("#"):

@@ -5394,3 +5394,121 @@ def test_models_a_plugin_loop_of_the_program_registers_are_among_those_it_builds
     assert _codes_in_project(tmp_path, files, "AMP201") == [
         f"plugins/probe.py:{_line_of(other, '# <- other')}: AMP201",
         f"zoo_models.py:{_line_of(_TIMM_MODELS, '# <- probs')}: AMP201"]
+
+
+def test_a_scaler_tested_by_class_where_a_string_stands_in_for_it(tmp_path: Path) -> None:
+    """``scaling = "off"``, then ``scaling = GradScaler()`` and an autocast factory under one flag;
+    the step tests ``not isinstance(scaling, GradScaler)``: the branch where it is no scaler runs
+    where the flag is false, so its plain ``backward()`` meets no autocast (no AMP102). A class
+    test that says nothing of the scaler (``isinstance(scaling, dict)``) refutes nothing. Before,
+    a string in place of the scaler and a class test left the flag's condition unrefuted."""
+    code = """
+    import contextlib
+    import torch
+    def train(net, opt, batches, half):
+        region, scaling = contextlib.nullcontext, "off"
+        if half:
+            region = torch.autocast
+            scaling = torch.amp.GradScaler("cuda")
+        for x, y in batches:
+            with region("cuda"):
+                cost = torch.nn.functional.l1_loss(net(x), y)
+            if not isinstance(scaling, CLASS):
+                cost.backward()  # plain
+                opt.step()
+            else:
+                scaling.scale(cost).backward()
+                scaling.step(opt)
+                scaling.update()
+    net = torch.nn.Linear(4, 4)
+    train(net, torch.optim.SGD(net.parameters(), lr=0.1), [], input() == "y")
+    """
+    line = f"{_line_of(code, '# plain')}: AMP102"
+    assert line not in _codes(tmp_path, code.replace("CLASS", "torch.amp.GradScaler"))
+    assert line in _codes(tmp_path, code.replace("CLASS", "dict"))
+
+
+def test_the_program_runs_before_its_tests(tmp_path: Path) -> None:
+    """Test files run after the program's own files: a test module that calls a helper with forty
+    kinds of record does not spend the helper's contexts before the training script calls it with
+    half scores (before, ``tests/`` sorted before ``train.py`` and the softmax was not found)."""
+    kinds = "\n".join(f"class Sample{i}:\n    pass\n" for i in range(40))
+    calls = "\n".join(f"normed{i} = ops.normalise(Sample{i}())" for i in range(40))
+    files = {
+        "ops.py": """
+            import torch
+            def normalise(logits):
+                return torch.log_softmax(logits, dim=-1)  # <-
+            """,
+        "tests/test_ops.py": f"import ops\n\n{kinds}\n{calls}\n",
+        "train.py": """
+            import torch
+            import ops
+            logits = torch.randn(4, 8).to(torch.float16)
+            normed = ops.normalise(logits)
+            """,
+    }
+    assert "ops.py:3: AMP201" in _codes_in_project(tmp_path, files, "AMP201")
+
+
+def test_a_causal_lm_loaded_in_its_checkpoint_dtype_is_half(tmp_path: Path) -> None:
+    """``XForCausalLM.from_pretrained(name, torch_dtype="auto")`` loads the dtype its checkpoint was
+    stored in, float16 or bfloat16 for the causal language models on the Hub: a loss on its logits
+    outside autocast is reported, and the message says where the dtype comes from. "auto" on
+    another class (GPT-2's ``GPT2LMHeadModel``, stored in float32) is no evidence. Before, "auto"
+    was read as float32 everywhere."""
+    code = """
+    import sys
+    import torch
+    from transformers import CLASS
+    model = CLASS.from_pretrained(sys.argv[1], torch_dtype="auto")
+    ids = torch.randint(0, 100, (1, 16))
+    logits = model(ids).logits
+    nll = torch.nn.functional.cross_entropy(logits[0, :-1], ids[0, 1:])  # <-
+    """
+    line = f"{_line_of(code, '# <-')}: AMP202"
+    assert line in _codes(tmp_path, code.replace("CLASS", "MistralForCausalLM"))
+    assert line not in _codes(tmp_path, code.replace("CLASS", "GPT2LMHeadModel"))
+    text = subprocess.run([sys.executable, "-m", "amp_lint", "check", "--isolated", "--no-cache", "--select",
+                           "AMP202", str(tmp_path / "m.py")], capture_output=True, text=True).stdout
+    assert "checkpoint" not in text  # the last file checked is GPT-2's: nothing to say
+    (tmp_path / "m.py").write_text(textwrap.dedent(code.replace("CLASS", "MistralForCausalLM")).lstrip("\n"))
+    text = subprocess.run([sys.executable, "-m", "amp_lint", "check", "--isolated", "--no-cache", "--select",
+                           "AMP202", str(tmp_path / "m.py")], capture_output=True, text=True).stdout
+    assert "its checkpoint's float16 or bfloat16" in text
+
+
+def test_lightning_runs_the_training_step_under_the_trainers_precision(tmp_path: Path) -> None:
+    """``Trainer(precision="16-mixed").fit(model)`` runs the model's ``training_step`` under CUDA
+    autocast: a ``-1e9`` fill of the float16 scores (which raises there) and a misaligned layer
+    that computes in float16 are reported; at ``"32-true"`` neither is, and at a precision nobody
+    knows (or with a DeepSpeed strategy, which casts the model instead) the hook is left to the
+    analysis of code nobody calls. Before, ``training_step`` was only analysed as code nobody
+    calls, with no autocast."""
+    code = """
+    import lightning as L
+    import torch
+    from torch import nn
+    class Tagger(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Linear(256, 1001)  # layer
+        def training_step(self, batch, batch_idx):
+            x, y, pad = batch
+            scores = self.body(x).masked_fill(pad, -1e9)  # fill
+            return nn.functional.cross_entropy(scores, y)
+        def configure_optimizers(self):
+            return torch.optim.AdamW(self.parameters())
+    trainer = L.Trainer(precision=PRECISION, max_epochs=1, strategy=STRATEGY)
+    trainer.fit(Tagger(), train_dataloaders=None)
+    """
+    expected = [f"{_line_of(code, '# layer')}: AMP402", f"{_line_of(code, '# fill')}: AMP301"]
+
+    def run(precision: str, strategy: str = '"ddp"') -> List[str]:
+        return sorted(_codes(tmp_path, code.replace("PRECISION", precision).replace("STRATEGY", strategy)))
+
+    assert run('"16-mixed"') == sorted(expected)
+    assert run('"32-true"') == []
+    assert run("input()") == []
+    # DeepSpeed casts the model to half instead of running autocast: not modelled, left alone
+    assert run('"16-mixed"', '"deepspeed_stage_2"') == []

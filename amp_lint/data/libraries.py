@@ -12,7 +12,7 @@ Sources:
 """
 from __future__ import annotations
 
-from typing import Dict, FrozenSet
+from typing import Dict, FrozenSet, Tuple
 
 #: a tensor of the first tensor argument's dtype (a reshape, or an attention kernel given q, k, v)
 SAME_AS_FIRST = "same_as_first"
@@ -96,3 +96,10 @@ MODEL_FACTORIES: Dict[str, str] = {
 MODEL_FACTORY_KEYWORDS: FrozenSet[str] = frozenset({
     "model_name", "checkpoint_path", "scriptable", "exportable", "no_jit", "cache_dir",
 })
+#: Hugging Face model classes whose checkpoints are stored in half precision, by the end of the
+#: class name: ``from_pretrained(name, torch_dtype="auto")`` loads the dtype the checkpoint's
+#: ``config.json`` records (transformers ``modeling_utils.py``, ``PreTrainedModel.from_pretrained``:
+#: "auto" reads ``config.torch_dtype``, else the first floating weight's dtype). Causal language
+#: models on the Hub are published in float16 or bfloat16 (OPT, LLaMA, BLOOM, Falcon, Mistral,
+#: Qwen; GPT-2, from 2019, is float32): asking for "auto" on one is asking for its half weights.
+HALF_CHECKPOINT_CLASS_SUFFIXES: Tuple[str, ...] = ("ForCausalLM",)

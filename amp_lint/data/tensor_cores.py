@@ -21,7 +21,7 @@ GEMM_LAYERS = {
 EMBEDDING = "torch.nn.Embedding"
 
 #: Substrings of an expression or target name that mark a vocabulary-sized dimension.
-VOCAB_HINTS = ("vocab", "ntoken", "n_token", "num_token", "n_vocab", "num_classes_vocab")
+VOCAB_HINTS = ("vocab", "ntoken", "n_token", "num_token", "n_vocab", "num_classes_vocab", "_tokens")
 #: Substrings that mark a small table named like a vocabulary that no LM head is tied to: BERT's
 #: token-type (segment) embeddings (``type_vocab_size`` = 2) and position tables.
 NOT_VOCAB_HINTS = ("type_vocab", "token_type", "segment", "position")

@@ -196,6 +196,17 @@ FABRIC_TRUE_PRECISION: Dict[str, str] = {"16-true": "float16", "bf16-true": "bfl
 #: ``MixedPrecision``; ``16`` and ``"bf16"`` are the names of Lightning 1.x).
 FABRIC_MIXED_PRECISION: Dict[object, str] = {"16-mixed": "float16", "bf16-mixed": "bfloat16", 16: "float16",
                                              "16": "float16", "bf16": "bfloat16"}
+#: Lightning ``Trainer`` loops and the ``LightningModule`` hooks each runs on the model it is given
+#: (``fit`` trains and validates; ``pytorch_lightning/loops/``), under the Trainer's precision:
+#: autocast at a mixed precision (``plugins/precision/amp.py``, ``MixedPrecision.forward_context``).
+LIGHTNING_LOOP_HOOKS: Dict[str, Tuple[str, ...]] = {
+    "fit": ("training_step", "validation_step"), "validate": ("validation_step",),
+    "test": ("test_step",), "predict": ("predict_step",),
+}
+#: Lightning precisions that run in float32 (no autocast, no cast).
+LIGHTNING_FULL_PRECISION: FrozenSet[object] = frozenset({32, "32", "32-true", 64, "64", "64-true"})
+#: Packages of Lightning's ``Trainer`` (``lightning.Trainer``, ``pytorch_lightning.Trainer``).
+LIGHTNING_PACKAGES: FrozenSet[str] = frozenset({"lightning", "pytorch_lightning"})
 #: Packages those names must come from (a user class named ``Trainer`` is not Lightning's).
 FRAMEWORK_PACKAGES: FrozenSet[str] = frozenset({
     "accelerate", "lightning", "pytorch_lightning", "lightning_fabric", "transformers", "trl",

@@ -21,7 +21,7 @@ from typing import Collection, Dict, Iterable, List, Optional, Sequence, Set, Tu
 import libcst as cst
 
 from amp_lint.config import Settings
-from amp_lint.discovery import is_test_file
+from amp_lint.data.paths import is_test_file
 from amp_lint.engine.bindings import NameFacts, describe, name_facts, new_problems
 from amp_lint.engine.checker import CheckContext, RawFinding, node_range, walk
 from amp_lint.engine.fixes import CstFix, apply_fixes, choose_compatible, local_edits, text_edit

@@ -6,8 +6,8 @@ import ast
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
+from amp_lint.data.paths import is_test_file
 from amp_lint.data.tensor_cores import EMBEDDING, GEMM_LAYERS, LM_HEAD_TARGETS, NOT_VOCAB_HINTS, VOCAB_HINTS
-from amp_lint.discovery import is_test_file
 from amp_lint.engine.checker import CheckContext
 from amp_lint.rules._numerics import callee_name
 from amp_lint.rules.base import find_arg

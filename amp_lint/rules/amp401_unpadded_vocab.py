@@ -175,6 +175,21 @@ class UnpaddedVocab(Rule):
         ),
         Invalid(
             """
+            import torch
+            import torch.nn as nn
+            SPEECH_TOKENS = 1024
+            class Decoder(nn.Module):
+                def __init__(self, d=512):
+                    super().__init__()
+                    self.predict = nn.Linear(d, SPEECH_TOKENS + 1)
+                def forward(self, h):
+                    return self.predict(h)
+            with torch.autocast("cuda"):
+                logits = Decoder()(torch.randn(2, 512))
+            """,
+        ),
+        Invalid(
+            """
             import torch.nn as nn
             import torch.nn.functional as F
             class LM(nn.Module):

@@ -178,6 +178,7 @@ class Observation:
         if origin is not None and origin.kind != "autocast" or state is None:
             kind = origin.kind if origin is not None else ""
             what = {"module_cast": f"a module cast to {name}", "helper_cast": f"a module cast to {name}", "from_pretrained": f"a model loaded in {name}",
+                    "checkpoint_dtype": f"a model loaded in its checkpoint's {name}",
                     "apex": "an apex fp16 model", "apex_o1": "an apex O1 model", "framework": f"a model cast to {name}",
                     "cast": f"a tensor cast to {name}", "dtype": f"created as {name}",
                     "dtype_choice": f"created as {name}",
@@ -225,7 +226,8 @@ def _origin_message(origin: Origin) -> str:
     what = {
         "cast": "cast to half", "module_cast": "module cast to half", "helper_cast": "module cast to half by a function", "autocast_guess": "autocast (dtype unknown)", "autocast": "autocast region", "dtype": "created in half precision",
         "dtype_choice": "half dtype chosen",
-        "from_pretrained": "loaded in half precision", "apex": "apex amp", "apex_o1": "apex amp (O1)", "framework": "mixed precision set here",
+        "from_pretrained": "loaded in half precision",
+        "checkpoint_dtype": "loaded in the checkpoint's half precision (`torch_dtype=\"auto\"`)", "apex": "apex amp", "apex_o1": "apex amp (O1)", "framework": "mixed precision set here",
         "default_dtype": "default dtype set to half",
     }.get(origin.kind, origin.kind)
     cond = f" (when `{origin.condition}`)" if origin.condition else ""

@@ -38,6 +38,7 @@ from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Set
 from amp_lint.data import libraries
 from amp_lint.data import ops as optable
 from amp_lint.data import training as trainingdata
+from amp_lint.data.paths import is_test_file
 from amp_lint.semantics import torch_api
 from amp_lint.semantics.configfiles import ConfigFiles
 from amp_lint.semantics.program import (
@@ -189,7 +190,10 @@ class Interpreter:
                  configs: Optional[ConfigFiles] = None) -> None:
         # Modules run in one order whatever order the files were given in (the order of a
         # directory walk): which calls reach a function first decides how its contexts widen.
-        self.modules = sorted(modules, key=lambda module: module.relpath.split("/"))
+        # Test files run after the program's own files: a helper's first contexts (and the
+        # summaries later calls with the same arguments reuse) are the program's, not a test's
+        # toy model's.
+        self.modules = sorted(modules, key=lambda module: (is_test_file(module.relpath), module.relpath.split("/")))
         #: the config files the program reads by a known path (``OmegaConf.load("model.yaml")``)
         self.configs = configs if configs is not None else ConfigFiles(None)
         #: DeepSpeed configs the program writes (``json.dumps(ds_config)``), with where
@@ -346,6 +350,22 @@ class Interpreter:
         frame.state, frame.autocast_origin = state, origin
         frame.record = self._record(record.scope, record.module, state, record.stack, record.context_free, origin)
         frame.record.values.update(record.values)  # the call being evaluated spans both
+
+    def run_in_state(self, frame: Frame, state: State, origin: Optional[Origin], run: Callable[[], Value]) -> Value:
+        """``run()`` (a call a library makes for the program: Lightning's ``training_step``) in the
+        autocast ``state``, the frame going back to its own afterwards."""
+        saved = frame.state, frame.autocast_origin, frame.record
+        if state != frame.state:
+            if state is not None:
+                self.autocasted = True
+                self.autocast_programs.add(frame.stack[0].path if frame.stack else frame.module.relpath)
+            record = frame.record
+            frame.state, frame.autocast_origin = state, origin
+            frame.record = self._record(record.scope, record.module, state, record.stack, record.context_free, origin)
+        try:
+            return run()
+        finally:
+            frame.state, frame.autocast_origin, frame.record = saved
 
     def _note_half_use(self, module: Module, how: str) -> None:
         """Remember that the program calls a module cast to half (``__call__``) or one of its methods."""
@@ -2484,6 +2504,10 @@ class Interpreter:
             reruns = found.reruns + 1  # analysed again in the same context: its old record goes
             if found.record is not None:
                 self.records[id(found.record.scope)].remove(found.record)
+                if _program_stack(found.record.stack) and not _program_stack(stack):
+                    # a test calling again what the program called keeps the program's run as the
+                    # record's (rules set aside what only tests build: a toy model's sizes)
+                    stack = found.record.stack
         if key in self.running or self.depth >= MAX_DEPTH:
             return None
         if not reruns and not context_free and info.contexts >= MAX_CONTEXTS:
@@ -2579,6 +2603,11 @@ class Interpreter:
             if stack:
                 self.autocast_programs.add(stack[0].path)
         return found
+
+
+def _program_stack(stack: Tuple[CallSite, ...]) -> bool:
+    """A call stack whose outermost call is in the program's own files, not in a test file."""
+    return bool(stack) and not is_test_file(stack[0].path)
 
 
 class _ClassNamespace(dict):
@@ -2816,11 +2845,32 @@ def presence_subject(test: ast.AST) -> Optional[Tuple[ast.AST, bool]]:
     return (test, in_else) if isinstance(test, (ast.Name, ast.Attribute)) else None
 
 
+def _scaler_class_test(test: ast.AST, frame: Frame) -> Optional[Tuple[ast.AST, bool]]:
+    """For ``if isinstance(scaler, NativeScaler):`` (or ``not isinstance(...)``) with a loss-scaler
+    class (:data:`~amp_lint.data.training.GRAD_SCALERS`, ``LIBRARY_LOSS_SCALERS``): the name or
+    attribute tested, and whether the branch where it is no scaler is the ``else``."""
+    in_else = True
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, in_else = test.operand, False
+    if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance"
+            and len(test.args) == 2 and not test.keywords and isinstance(test.args[0], (ast.Name, ast.Attribute))):
+        return None
+    tested = frame.record.values.get(id(test.args[1]))
+    names = {o.name for o in options(tested) if isinstance(o, Ext)} if tested is not None else set()
+    if not names or not names <= trainingdata.GRAD_SCALERS | trainingdata.LIBRARY_LOSS_SCALERS:
+        return None
+    return test.args[0], in_else
+
+
 def _scaler_absent(test: ast.AST, frame: Frame) -> Optional[Tuple[List[str], bool]]:
-    """For ``if scaler is not None:`` (:func:`presence_subject`) on a GradScaler made only under
-    conditions (``GradScaler() if args.amp else None``): those conditions, and whether the branch
-    where it is None is the ``else``."""
+    """For ``if scaler is not None:`` (:func:`presence_subject`) or ``if isinstance(scaler,
+    NativeScaler):`` (:func:`_scaler_class_test`) on a GradScaler made only under conditions
+    (``GradScaler() if args.amp else None``): those conditions, and whether the branch where it
+    is not there is the ``else``."""
     subject = presence_subject(test)
+    by_class = subject is None
+    if by_class:
+        subject = _scaler_class_test(test, frame)
     if subject is None:
         return None
     test, in_else = subject
@@ -2829,8 +2879,8 @@ def _scaler_absent(test: ast.AST, frame: Frame) -> Optional[Tuple[List[str], boo
         return None
     conditions: List[str] = []
     for option in options(value):
-        if option == NONE:
-            continue
+        if option == NONE or by_class and not (isinstance(option, Obj) and option.kind == "grad_scaler"):
+            continue  # where ``isinstance`` fails, anything but a scaler (``loss_scaler = "none"``)
         made = made_under(option)
         if made is None:
             return None  # a scaler made on every path, or something else
@@ -3621,10 +3671,12 @@ def _plain_instances(value: Value) -> bool:
 
 
 def _absent_unless_made_under(value: Value) -> bool:
-    """``None``, or ``None`` and GradScalers each made under a test of its own (the other branches
-    of an if/elif chain that made one)."""
+    """``None`` (or a string or flag standing in for a scaler: ``loss_scaler = "none"``), possibly
+    with GradScalers each made under a test of its own (the other branches of an if/elif chain
+    that made one)."""
     found = options(value)
-    return NONE in found and all(o == NONE or made_under(o) is not None for o in found)
+    placeholders = [o for o in found if o == NONE or isinstance(o, Scalar) and isinstance(o.value, (str, bool))]
+    return bool(placeholders) and all(o in placeholders or made_under(o) is not None for o in found)
 
 
 def _autocast_factories(value: Value) -> bool:

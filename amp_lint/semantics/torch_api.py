@@ -1504,14 +1504,26 @@ def from_pretrained(interp: "Interpreter", frame: "Frame", cls: Value, args: Lis
     if dtype is None:
         return module
     target = _cast_target([dtype], {})
+    stored_half = _stored_half(cls, dtype)
+    if stored_half:  # ``torch_dtype="auto"``: the checkpoint's float16 or bfloat16
+        target = join(target, DType(HALF)) if isinstance(target, DType) else DType(HALF)
     if isinstance(target, DType) and target.dtypes & FLOATS:
-        origin = _origin(frame, node, "from_pretrained")
+        origin = _origin(frame, node, "checkpoint_dtype" if stored_half else "from_pretrained")
         if origin is not None and target.origin is not None and target.origin.condition:
             origin = replace(origin, condition=target.origin.condition)  # ``torch.float16 if fp16 else "auto"``
         result = module.cast_to(target.dtypes & FLOATS, origin)
         interp.add_seed(result, frame)
         return result.with_unknown() if target.unknown else result
     return module.with_unknown()
+
+
+def _stored_half(cls: Value, dtype: Value) -> bool:
+    """``torch_dtype="auto"`` given to a model class whose checkpoints are stored in half precision
+    (:data:`~amp_lint.data.libraries.HALF_CHECKPOINT_CLASS_SUFFIXES`): it loads them in that dtype."""
+    if not any(isinstance(o, Scalar) and o.value == "auto" for o in options(dtype)):
+        return False
+    names = [o.name if isinstance(o, Ext) else o.info.qualname if isinstance(o, ClassVal) else "" for o in options(cls)]
+    return bool(names) and all(name.endswith(libraries.HALF_CHECKPOINT_CLASS_SUFFIXES) for name in names)
 
 
 def apex_initialize(frame: "Frame", positional: List[Value], kwargs: Dict[str, Value], node: Optional[ast.AST]) -> Value:
@@ -1740,7 +1752,8 @@ def library_object(interp: "Interpreter", qualified: str, positional: List[Value
             return obj("accelerator", mixed_precision=kwargs.get("mixed_precision") or UNKNOWN,
                        name=Scalar("str", qualified))
         if kind == "lightning":
-            return obj("trainer", precision=kwargs.get("precision") or UNKNOWN, name=Scalar("str", qualified))
+            return obj("trainer", precision=kwargs.get("precision") or UNKNOWN, name=Scalar("str", qualified),
+                       strategy=kwargs.get("strategy") or Scalar("str", "auto"))
         return obj("framework_config", name=Scalar("str", qualified))
     if qualified in libraries.MODULES:
         return Module(Ext(qualified))
@@ -2090,6 +2103,11 @@ def obj_method(interp: "Interpreter", frame: "Frame", value: Obj, name: str, arg
             namespace = Obj("namespace", tuple((str(k), v) for k, v in attrs))
             return Seq((namespace, Coll(Scalar("str")))) if name == "parse_known_args" else namespace
         return UNKNOWN
+    if kind == "trainer" and name in trainingdata.LIGHTNING_LOOP_HOOKS and _is_lightning_trainer(value):
+        model = kwargs.get("model") or (positional[0] if positional else None)
+        if model is not None:
+            run_lightning_loop(interp, frame, value, trainingdata.LIGHTNING_LOOP_HOOKS[name], model, node)
+        return NONE
     if kind == "trainer" and name in ("setup", "setup_module"):
         return fabric_setup(interp, frame, value, name, positional, node)
     if kind == "trainer" and name == "launch" and args and not _is_star(args[0]):
@@ -2122,6 +2140,52 @@ def obj_method(interp: "Interpreter", frame: "Frame", value: Obj, name: str, arg
                 interp.half_optimizers.append((site.value, origin))
         return NONE
     return UNKNOWN
+
+
+def _is_lightning_trainer(value: Obj) -> bool:
+    """Lightning's ``Trainer`` (not Fabric, not another library's ``Trainer``)."""
+    qualified = value.get("name")
+    text = str(qualified.value) if isinstance(qualified, Scalar) and qualified.value else ""
+    return text.split(".")[0] in trainingdata.LIGHTNING_PACKAGES and text.endswith(".Trainer")
+
+
+def run_lightning_loop(interp: "Interpreter", frame: "Frame", trainer: Obj, hooks: Tuple[str, ...], model: Value,
+                       node: Optional[ast.AST]) -> None:
+    """``trainer.fit(model)``: Lightning runs the model's hooks (``training_step``, ...) on batches
+    it loads, under autocast at a mixed precision (``16-mixed``: CUDA float16) and in float32 at
+    full precision. Each hook of the model's class runs once per precision the Trainer may have;
+    at a precision not known (or a "true" one, which casts the model) they are left to the
+    analysis of code nobody calls, and so they are where the strategy may be DeepSpeed's (which
+    casts the model to half instead: ``strategy="deepspeed_stage_2"``) or is not known."""
+    strategy = trainer.get("strategy")
+    if strategy is None or not all(_not_deepspeed(o) for o in options(strategy)):
+        return
+    for precision in _precision_choices(trainer.get("precision")):
+        mixed = trainingdata.FABRIC_MIXED_PRECISION.get(precision) if isinstance(precision, (str, int)) else None
+        if mixed is None and precision not in trainingdata.LIGHTNING_FULL_PRECISION:
+            continue
+        state = ("cuda", F16 if mixed == "float16" else BF16) if mixed else None
+        origin = _origin(frame, node, "autocast") if mixed else None
+        for option in options(model):
+            if not (isinstance(option, Module) and isinstance(option.cls, ClassVal)):
+                continue
+            for hook in hooks:
+                if interp.class_lookup(option.cls.info, hook) is None:
+                    continue
+                method = interp.getattr(option, hook, frame)
+                interp.run_in_state(frame, state, origin, lambda method=method: interp.call(
+                    method, [UNKNOWN, Scalar("int")], {}, frame, node))
+
+
+def _not_deepspeed(strategy: Value) -> bool:
+    """A Lightning strategy known not to be DeepSpeed's: a name (``"ddp"``, ``"auto"``) or a
+    strategy class of another name (``DDPStrategy(...)``)."""
+    if isinstance(strategy, Scalar):
+        return isinstance(strategy.value, str) and "deepspeed" not in strategy.value.lower()
+    name = strategy.name if isinstance(strategy, Ext) else ""
+    if isinstance(strategy, Module) and isinstance(strategy.cls, Ext):
+        name = strategy.cls.name
+    return bool(name) and "deepspeed" not in name.lower()
 
 
 def fabric_setup(interp: "Interpreter", frame: "Frame", fabric: Obj, name: str, positional: List[Value],

@@ -93,7 +93,7 @@ APEX_O1_ORIGIN = "apex_o1"
 class Origin:
     """Where a half dtype (or a cast, or an autocast region) comes from."""
 
-    kind: str  # "cast", "autocast", "dtype", "dtype_choice", "from_pretrained", "apex", "apex_o1", "framework", "library"
+    kind: str  # "cast", "autocast", "dtype", "dtype_choice", "from_pretrained", "checkpoint_dtype", "apex", "apex_o1", "framework", "library"
     path: str
     line: int
     text: str
