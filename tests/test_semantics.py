@@ -5512,3 +5512,72 @@ def test_lightning_runs_the_training_step_under_the_trainers_precision(tmp_path:
     assert run("input()") == []
     # DeepSpeed casts the model to half instead of running autocast: not modelled, left alone
     assert run('"16-mixed"', '"deepspeed_stage_2"') == []
+
+
+def test_an_accelerator_launched_with_a_shipped_deepspeed_config_runs_the_model_in_half(tmp_path: Path) -> None:
+    """``Accelerator()`` whose precision the code leaves to ``accelerate launch --config_file``, in a
+    project that ships an accelerate config running DeepSpeed in float16: under that config the
+    prepared model is DeepSpeed's float16 model, so a loss on its logits outside autocast is
+    reported (naming the config), while the AdamW built before ``prepare`` trains DeepSpeed's
+    float32 master weights (no AMP101/AMP302). A shipped config without DeepSpeed (autocast,
+    float32 outputs) or an Accelerator given its precision in the code says nothing of the kind.
+    Before, the launcher's precision was not looked at."""
+    config = """
+        compute_environment: LOCAL_MACHINE
+        distributed_type: KIND
+        mixed_precision: fp16
+        num_processes: 8
+        """
+    train = """
+        import torch
+        from accelerate import Accelerator
+        from torch import nn
+        accelerator = Accelerator(ARGS)
+        model = nn.Sequential(nn.Embedding(1000, 64), nn.Linear(64, 1000))
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        model, optimizer = accelerator.prepare(model, optimizer)
+        for ids in []:
+            logits = model(ids)
+            loss = nn.functional.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten())
+            accelerator.backward(loss)
+            optimizer.step()
+        """
+
+    def run(kind: str, args: str = "") -> List[str]:
+        files = {"configs/accelerate/launch.yaml": config.replace("KIND", kind),
+                 "train.py": train.replace("ARGS", args)}
+        return _codes_in_project(tmp_path, files, "AMP1,AMP2,AMP3")
+
+    assert run("DEEPSPEED") == ["train.py:10: AMP202"]
+    assert run("MULTI_GPU") == []
+    assert run("DEEPSPEED", 'mixed_precision="no"') == []
+    text = subprocess.run([sys.executable, "-m", "amp_lint", "check", "--isolated", "--no-cache", "--select",
+                           "AMP202", "."], capture_output=True, text=True, cwd=tmp_path).stdout
+    assert "configs/accelerate/launch.yaml" not in text  # the last run gave its precision in the code
+
+
+def test_an_engine_with_master_weights_stays_apart_from_the_plain_model_in_a_field(tmp_path: Path) -> None:
+    """A field that holds the float32 model and, after ``deepspeed.initialize``, DeepSpeed's float16
+    engine (which keeps float32 master weights) holds both, apart: an optimizer built later over
+    its parameters trains float32 masters (no AMP302). Where the field gets a plain ``.half()``
+    model instead, AMP302 is reported. Before, the two joined into one model of float16 or
+    float32 parameters without master weights."""
+    code = """
+    import deepspeed
+    import torch
+    from torch import nn
+    class Runner:
+        def __init__(self):
+            self.net = nn.Linear(64, 64)
+        def to_engine(self):
+            self.net = ENGINE
+        def fresh_optimizer(self):
+            return torch.optim.Adam(self.net.parameters(), lr=1e-4)  # <-
+    runner = Runner()
+    runner.to_engine()
+    opt = runner.fresh_optimizer()
+    """
+    line = f"{_line_of(code, '# <-')}: AMP302"
+    engine = 'deepspeed.initialize(model=self.net, config={"fp16": {"enabled": True}})[0]'
+    assert line not in _codes(tmp_path, code.replace("ENGINE", engine))
+    assert line in _codes(tmp_path, code.replace("ENGINE", "self.net.half()"))

@@ -207,6 +207,14 @@ LIGHTNING_LOOP_HOOKS: Dict[str, Tuple[str, ...]] = {
 LIGHTNING_FULL_PRECISION: FrozenSet[object] = frozenset({32, "32", "32-true", 64, "64", "64-true"})
 #: Packages of Lightning's ``Trainer`` (``lightning.Trainer``, ``pytorch_lightning.Trainer``).
 LIGHTNING_PACKAGES: FrozenSet[str] = frozenset({"lightning", "pytorch_lightning"})
+#: Folders (below the code's folder and each folder above it) where projects keep the configs
+#: they launch with ``accelerate launch --config_file ...`` (``accelerate config`` writes one;
+#: trlx ``configs/accelerate/``, open-instruct ``configs/ds_configs/``, alignment-handbook
+#: ``recipes/accelerate_configs/``).
+ACCELERATE_CONFIG_FOLDERS: Tuple[str, ...] = (
+    "", "configs", "config", "configs/accelerate", "accelerate_configs", "configs/accelerate_configs",
+    "configs/ds_configs", "recipes/accelerate_configs",
+)
 #: Packages those names must come from (a user class named ``Trainer`` is not Lightning's).
 FRAMEWORK_PACKAGES: FrozenSet[str] = frozenset({
     "accelerate", "lightning", "pytorch_lightning", "lightning_fabric", "transformers", "trl",

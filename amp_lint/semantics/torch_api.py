@@ -1749,8 +1749,11 @@ def library_object(interp: "Interpreter", qualified: str, positional: List[Value
         if mixed:
             note_framework(interp, frame, kind, precision, _origin(frame, node, "framework"))
         if kind == "accelerator":
+            # a precision the code does not set is the launcher's (``accelerate launch --config_file``)
+            launched = not {"mixed_precision", "deepspeed_plugin", "**"} & set(kwargs)
             return obj("accelerator", mixed_precision=kwargs.get("mixed_precision") or UNKNOWN,
-                       name=Scalar("str", qualified))
+                       name=Scalar("str", qualified),
+                       launched_from=Scalar("str", frame.module.relpath if launched else None))
         if kind == "lightning":
             return obj("trainer", precision=kwargs.get("precision") or UNKNOWN, name=Scalar("str", qualified),
                        strategy=kwargs.get("strategy") or Scalar("str", "auto"))
@@ -2124,6 +2127,9 @@ def obj_method(interp: "Interpreter", frame: "Frame", value: Obj, name: str, arg
                 positional = [union_of(replace(o, mode=F32_OUT) if type(o) is Module and not o.mode
                                        and o.cast == F32 and not o.cast_unknown else o
                                        for o in options(p)) for p in positional]
+                launched = value.get("launched_from")
+                if isinstance(launched, Scalar) and isinstance(launched.value, str):
+                    positional = _launched_deepspeed(interp, frame, launched.value, positional, node)
             return positional[0] if len(positional) == 1 else Seq(tuple(positional))
         if name == "autocast":
             mp = value.get("mixed_precision")
@@ -2254,6 +2260,55 @@ def _optimizer_params(value: Value) -> Value:
         if isinstance(option, Obj) and option.kind == "optimizer":
             return option.get("params") or UNKNOWN
     return UNKNOWN
+
+
+def _launched_deepspeed(interp: "Interpreter", frame: "Frame", where: str, positional: List[Value],
+                        node: Optional[ast.AST]) -> List[Value]:
+    """The models ``accelerator.prepare`` returns where the Accelerator's precision is the
+    launcher's and the project ships accelerate configs that run DeepSpeed in half
+    (``distributed_type: DEEPSPEED``, ``mixed_precision: fp16``): under such a config DeepSpeed
+    casts the model to that dtype (no autocast; fp32 master weights, its own loss scaling), so
+    the model is also that cast, holding when the run uses the config (the finding names it)."""
+    for path, bits in shipped_accelerate_configs(interp, where):
+        origin = _origin(frame, node, "framework")
+        if origin is None:
+            break
+        origin = replace(origin, condition=f"the run's accelerate config is {path}")
+        positional = [join(p, union_of(replace(o.cast_to(bits, origin), master=True, mode="")
+                                       for o in options(p) if type(o) is Module)) if any(
+            type(o) is Module for o in options(p)) else p for p in positional]
+    return positional
+
+
+def shipped_accelerate_configs(interp: "Interpreter", where: str) -> List[Tuple[str, int]]:
+    """Accelerate configs the project ships (``accelerate config`` files: ``distributed_type`` and
+    ``mixed_precision`` at the top) that run DeepSpeed in half, with the half dtype: looked for in
+    the folders :data:`~amp_lint.data.training.ACCELERATE_CONFIG_FOLDERS` names, below the folder
+    of ``where`` (root-relative) and each folder above it."""
+    found: List[Tuple[str, int]] = []
+    folder = str(PurePosixPath(where).parent)
+    bases: List[str] = []
+    while True:
+        bases.append("" if folder == "." else folder)
+        if folder in (".", "", "/"):
+            break
+        folder = str(PurePosixPath(folder).parent)
+    seen: Set[str] = set()
+    for base in bases:
+        for sub in trainingdata.ACCELERATE_CONFIG_FOLDERS:
+            place = "/".join(part for part in (base, sub) if part)
+            for suffix in (".yaml", ".yml"):
+                for path in interp.configs.listing(place, suffix):
+                    if path in seen:
+                        continue
+                    seen.add(path)
+                    data = interp.configs.load(path)
+                    if not isinstance(data, dict) or "distributed_type" not in data:
+                        continue
+                    bits = {"fp16": F16, "bf16": BF16}.get(str(data.get("mixed_precision")), 0)
+                    if bits and str(data.get("distributed_type")).upper() == "DEEPSPEED":
+                        found.append((path, bits))
+    return found
 
 
 def _mixed_precision_dtype(value: Optional[Value]) -> int:

@@ -807,8 +807,10 @@ def _join_same(a: Value, b: Value) -> Optional[Value]:
                       a.site if same and a.site == b.site else None, a.default if a.default == b.default else None)
     if isinstance(a, Module):
         assert isinstance(b, Module)
-        if a.cls != b.cls or a.mode != b.mode:
-            return None  # a union: an apex-initialised model and a plain one run differently
+        if a.cls != b.cls or a.mode != b.mode or a.master != b.master:
+            # a union: an apex-initialised model and a plain one run differently, and an engine
+            # that keeps fp32 master weights (DeepSpeed's half model) trains differently
+            return None
         # cast on a path that may train it and on one that freezes it: only the casts of the first
         # make trained parameters half (``if train_te: te.to(dtype) else: te.to(dtype);
         # te.requires_grad_(False)``)
