@@ -5581,3 +5581,35 @@ def test_an_engine_with_master_weights_stays_apart_from_the_plain_model_in_a_fie
     engine = 'deepspeed.initialize(model=self.net, config={"fp16": {"enabled": True}})[0]'
     assert line not in _codes(tmp_path, code.replace("ENGINE", engine))
     assert line in _codes(tmp_path, code.replace("ENGINE", "self.net.half()"))
+
+
+def test_flags_the_program_asserts_exclusive_separate_apex_from_native_autocast(tmp_path: Path) -> None:
+    """``assert not (args.apex and args.native)``: apex O1 (set up under ``args.apex``) does not
+    protect a loss on what a native autocast region (``args.native``) made half, so the loss
+    outside the region is reported. Without the assertion the two flags may both hold, and apex's
+    patched loss would run in float32 there: nothing is reported."""
+    code = """
+    import argparse
+    import contextlib
+    import torch
+    from apex import amp
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--apex", action="store_true")
+    parser.add_argument("--native", action="store_true")
+    args = parser.parse_args()
+    ASSERTION
+    net = torch.nn.Linear(8, 4).cuda()
+    region = contextlib.nullcontext
+    if args.native:
+        region = torch.cuda.amp.autocast
+    if args.apex:
+        net = amp.initialize(net, opt_level="O1")
+    for x, y in []:
+        with region():
+            out = net(x)
+        loss = torch.nn.functional.cross_entropy(out, y)  # <-
+    """
+    line = f"{_line_of(code, '# <-')}: AMP202"
+    assert line in _codes(tmp_path, code.replace("ASSERTION", "assert not (args.apex and args.native)"))
+    assert line in _codes(tmp_path, code.replace("ASSERTION", "assert not args.apex or not args.native"))
+    assert line not in _codes(tmp_path, code.replace("ASSERTION", "pass"))

@@ -78,9 +78,14 @@ class Observation:
             return None
         for option in options(value):
             for other in tensor_casts(option) if isinstance(option, Tensor) else ():
-                if other.condition and conditions_exclusive(origin.condition, other.condition):
+                if other.condition and self._exclusive(origin.condition, other.condition):
                     return other
         return None
+
+    def _exclusive(self, left: str, right: str) -> bool:
+        if self.facts is not None:
+            return self.facts.interpreter.exclusive(left, right)
+        return conditions_exclusive(left, right)
 
     def protected(self, value: Optional[Value]) -> bool:
         """Under autocast (any device) in every run where ``value`` is half: :attr:`autocast`, unless

@@ -235,6 +235,8 @@ class Interpreter:
         self.import_edges: Dict[str, Set[str]] = {}
         #: texts of the branch conditions some half evidence was marked with (``args.fp16``)
         self.conditions: Set[str] = set()
+        #: pairs of conditions the program asserts cannot both hold (``assert not a or not b``)
+        self.declared_exclusive: Set[FrozenSet[str]] = set()
         #: such a condition's comparisons of an expression with constants (for exclusive tests)
         self.condition_compares: Dict[str, List[Compared]] = {}
         self._compares_of: Dict[int, List[Compared]] = {}
@@ -831,7 +833,15 @@ class Interpreter:
     def _s_assert(self, node: ast.Assert, frame: Frame) -> bool:
         self.ev(node.test, frame)
         self._narrow_by_membership(node.test, frame)
+        pair = _asserted_exclusive(node.test)
+        if pair is not None:
+            self.declared_exclusive.add(frozenset(condition_texts(t, frame.module)[0] for t in pair))
         return True
+
+    def exclusive(self, left: str, right: str) -> bool:
+        """Whether two conditions of evidence cannot both hold: by their text
+        (:func:`conditions_exclusive`), or as the program asserts (``assert not (a and b)``)."""
+        return conditions_exclusive(left, right) or frozenset((left, right)) in self.declared_exclusive
 
     def _narrow_by_membership(self, test: ast.AST, frame: Frame) -> None:
         """``assert args.dtype in ("float16", "bfloat16")``: past it, a string not known here is one
@@ -896,7 +906,7 @@ class Interpreter:
             # ``not args.deepspeed``, None under ``args.deepspeed``: where it is there, the model
             # is not DeepSpeed's)
             made = set(conditions)
-            excluded = [c for c in self.conditions if all(conditions_exclusive(m, c) for m in made)]
+            excluded = [c for c in self.conditions if all(self.exclusive(m, c) for m in made)]
             if in_else:
                 false_in_then = false_in_then + excluded
             else:
@@ -2989,6 +2999,18 @@ def _exclusive(left: Compared, right: Compared) -> bool:
         positive, negative = (left, right) if left[1] else (right, left)
         return set(positive[2]) <= set(negative[2])
     return False
+
+
+def _asserted_exclusive(test: ast.AST) -> Optional[Tuple[ast.AST, ast.AST]]:
+    """The two tests an assertion says cannot both hold: ``assert not a or not b``,
+    ``assert not (a and b)`` (timm's ``assert not args.apex_amp or not args.native_amp``)."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or) and len(test.values) == 2 \
+            and all(isinstance(v, ast.UnaryOp) and isinstance(v.op, ast.Not) for v in test.values):
+        return test.values[0].operand, test.values[1].operand  # type: ignore[attr-defined]
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and isinstance(test.operand, ast.BoolOp) \
+            and isinstance(test.operand.op, ast.And) and len(test.operand.values) == 2:
+        return test.operand.values[0], test.operand.values[1]
+    return None
 
 
 def conditions_exclusive(left: str, right: str) -> bool:
