@@ -5549,6 +5549,13 @@ def test_an_accelerator_launched_with_a_shipped_deepspeed_config_runs_the_model_
         return _codes_in_project(tmp_path, files, "AMP1,AMP2,AMP3")
 
     assert run("DEEPSPEED") == ["train.py:10: AMP202"]
+    # beside a bfloat16 config listed first, the finding names the float16 one
+    (tmp_path / "configs/accelerate/a_bf16.yaml").write_text(
+        textwrap.dedent(config.replace("KIND", "DEEPSPEED").replace("fp16", "bf16")), encoding="utf-8")
+    text = subprocess.run([sys.executable, "-m", "amp_lint", "check", "--isolated", "--no-cache", "--select",
+                           "AMP202", "."], capture_output=True, text=True, cwd=tmp_path).stdout
+    assert "the run's accelerate config is configs/accelerate/launch.yaml" in text
+    (tmp_path / "configs/accelerate/a_bf16.yaml").unlink()
     assert run("MULTI_GPU") == []
     assert run("DEEPSPEED", 'mixed_precision="no"') == []
     text = subprocess.run([sys.executable, "-m", "amp_lint", "check", "--isolated", "--no-cache", "--select",

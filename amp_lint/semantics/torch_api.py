@@ -2308,7 +2308,8 @@ def shipped_accelerate_configs(interp: "Interpreter", where: str) -> List[Tuple[
                     bits = {"fp16": F16, "bf16": BF16}.get(str(data.get("mixed_precision")), 0)
                     if bits and str(data.get("distributed_type")).upper() == "DEEPSPEED":
                         found.append((path, bits))
-    return found
+    # float16 configs first: their evidence is the one a finding names (float16 overflows, bfloat16 does not)
+    return sorted(found, key=lambda item: item[1] != F16)
 
 
 def _mixed_precision_dtype(value: Optional[Value]) -> int:
