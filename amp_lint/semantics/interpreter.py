@@ -358,16 +358,21 @@ class Interpreter:
         autocast ``state``, the frame going back to its own afterwards."""
         saved = frame.state, frame.autocast_origin, frame.record
         if state != frame.state:
-            if state is not None:
-                self.autocasted = True
-                self.autocast_programs.add(frame.stack[0].path if frame.stack else frame.module.relpath)
-            record = frame.record
-            frame.state, frame.autocast_origin = state, origin
-            frame.record = self._record(record.scope, record.module, state, record.stack, record.context_free, origin)
+            self._enter_fork(frame, frame.record, state, origin)
         try:
             return run()
         finally:
             frame.state, frame.autocast_origin, frame.record = saved
+
+    def _enter_fork(self, frame: Frame, record: Record, state: State, origin: Optional[Origin]) -> None:
+        """``frame`` (whose record was ``record``) goes on in the autocast ``state``, with a record of
+        its own; a program that runs code under autocast is noted as one that uses it."""
+        if state is not None:
+            self.autocasted = True
+            if frame.stack or frame.info is None:
+                self.autocast_programs.add(frame.stack[0].path if frame.stack else frame.module.relpath)
+        frame.state, frame.autocast_origin = state, origin
+        frame.record = self._record(record.scope, record.module, state, record.stack, record.context_free, origin)
 
     def _note_half_use(self, module: Module, how: str) -> None:
         """Remember that the program calls a module cast to half (``__call__``) or one of its methods."""
@@ -1265,14 +1270,8 @@ class Interpreter:
         out: Optional[Dict[str, Value]] = None
         alive_any = False
         for new_state, new_origin in states:
-            if new_state is not None:  # the program running this opens an autocast region
-                self.autocasted = True
-                if frame.stack or frame.info is None:
-                    self.autocast_programs.add(frame.stack[0].path if frame.stack else frame.module.relpath)
             frame.env = dict(before)
-            frame.state, frame.autocast_origin = new_state, new_origin
-            frame.record = self._record(record.scope, record.module, new_state, record.stack, record.context_free,
-                                        new_origin)
+            self._enter_fork(frame, record, new_state, new_origin)
             if self.exec_block(body, frame):
                 alive_any = True
                 out = join_envs(out, frame.env, None)

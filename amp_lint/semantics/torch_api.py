@@ -2286,15 +2286,8 @@ def shipped_accelerate_configs(interp: "Interpreter", where: str) -> List[Tuple[
     the folders :data:`~amp_lint.data.training.ACCELERATE_CONFIG_FOLDERS` names, below the folder
     of ``where`` (root-relative) and each folder above it."""
     found: List[Tuple[str, int]] = []
-    folder = str(PurePosixPath(where).parent)
-    bases: List[str] = []
-    while True:
-        bases.append("" if folder == "." else folder)
-        if folder in (".", "", "/"):
-            break
-        folder = str(PurePosixPath(folder).parent)
     seen: Set[str] = set()
-    for base in bases:
+    for base in ("" if str(folder) == "." else str(folder) for folder in PurePosixPath(where).parents):
         for sub in trainingdata.ACCELERATE_CONFIG_FOLDERS:
             place = "/".join(part for part in (base, sub) if part)
             for suffix in (".yaml", ".yml"):
