@@ -16,7 +16,7 @@ from amp_lint.config import Settings
 from amp_lint.engine.linter import ParsedFile, analyse
 from amp_lint.notebook import CellMap
 from amp_lint.semantics.facts import Observation, describe
-from amp_lint.semantics.values import options
+from amp_lint.semantics.values import dtype_label, options
 from amp_lint.source import SourceError, read_source
 
 _SKIP = (ast.Constant, ast.Starred, ast.Slice, ast.keyword, ast.JoinedStr, ast.FormattedValue)
@@ -117,7 +117,7 @@ def _context(obs: Observation, at: Callable[[str, int], str]) -> Context:
     autocast = None
     if state is not None:
         device = {"cpu": "CPU autocast", "apex": "apex O1"}.get(state[0], "CUDA autocast")
-        autocast = f"{device} ({'bfloat16' if state[1] == 8 else 'float16'})"
+        autocast = f"{device} ({dtype_label(state[1])})"
     path = [f"{at(site.path, site.line)} {site.describe()}" for site in record.stack]
     return Context(path, autocast, record.context_free)
 

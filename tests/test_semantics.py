@@ -1629,6 +1629,15 @@ def test_a_cast_in_another_program_is_no_evidence_in_this_one(tmp_path: Path) ->
     # the training script imports the inference one: its casts may run in this program
     imports = train.replace("from lib import Runner, Scorer", "from lib import Runner, Scorer\n    import infer")
     assert codes({"train.py": imports}) == ["lib.py:16: AMP204", "train.py:9: AMP102"]
+    # ... also where the program is run by a launcher that imports the training script, which
+    # imports the inference one (the launcher's run reaches it through the training script)
+    launcher = """
+    import train
+    if __name__ == "__main__":
+        train.main()
+    """
+    assert "lib.py:16: AMP204" in codes({"train.py": imports.replace('if __name__ == "__main__":\n        main()', ""),
+                                         "launch.py": launcher})
     # ... and so does one that makes something half itself: a summary shared by equal calls may
     # name the other program's cast for its own, so the evidence is kept there
     casting = train.replace("runner = Runner().attach(Scorer().cuda())", "runner = Runner().attach(Scorer().cuda())\n"
@@ -5620,3 +5629,245 @@ def test_flags_the_program_asserts_exclusive_separate_apex_from_native_autocast(
     assert line in _codes(tmp_path, code.replace("ASSERTION", "assert not (args.apex and args.native)"))
     assert line in _codes(tmp_path, code.replace("ASSERTION", "assert not args.apex or not args.native"))
     assert line not in _codes(tmp_path, code.replace("ASSERTION", "pass"))
+
+
+def test_a_layer_named_in_a_config_and_built_by_eval_is_a_model_of_no_known_class(tmp_path: Path) -> None:
+    """``m = eval(name)`` of a layer name read from a model YAML (YOLO's ``parse_model``) is one of
+    the project's module classes: what it builds is a model of no known class, which computes in its
+    own dtype once the whole model is cast to half. ``eval`` of a known name is that name."""
+    files = {
+        "blocks.py": """
+        import torch.nn as nn
+        class Conv(nn.Module):
+            def __init__(self, c1, c2):
+                super().__init__()
+                self.conv = nn.Conv2d(c1, c2, 3)
+            def forward(self, x):
+                return self.conv(x)
+        """,
+        "model.py": """
+        import yaml
+        import torch
+        import torch.nn as nn
+        from blocks import *
+        def parse_model(spec):
+            layers = []
+            for name, args in spec["layers"]:
+                m = eval(name) if isinstance(name, str) else name
+                layers.append(m(*args))
+            return nn.Sequential(*layers)
+        class Net(nn.Module):
+            def __init__(self, cfg):
+                super().__init__()
+                self.model = parse_model(yaml.safe_load(open(cfg)))
+                self.act = eval("nn.SiLU")()
+            def forward(self, x):
+                for m in self.model:
+                    x = m(x)
+                return x, [x]
+        def validate(model, loader, half):
+            model.half() if half else model.float()
+            for im, y in loader:
+                im = im.half() if half else im.float()
+                preds, train_out = model(im)
+                loss = torch.nn.functional.cross_entropy(train_out[0], y)  # <-
+        validate(Net("net.yaml").cuda(), [], True)
+        """,
+    }
+    assert all("tensor float16" in v for v in value_of(tmp_path, files, "model.py", "# <-", "train_out[0]"))
+    assert value_of(tmp_path, files, "model.py", "self.act = ", "self.act") == [
+        "module torch.nn.SiLU with float32 parameters"]
+    assert f"model.py:{_line_of(files['model.py'], '# <-')}: AMP202" in _codes_in_project(tmp_path, files, "AMP202")
+
+
+def test_a_model_cast_to_half_and_back_in_one_statement_stays_float32(tmp_path: Path) -> None:
+    """``model.half().float()`` (YOLO's "pre-reduce anchor precision"): each cast is in place, so
+    ``model`` holds float32 after the statement, not the half in between."""
+    code = """
+    import torch
+    model = torch.nn.Linear(4, 4).cuda()
+    model.half().float()
+    out = model(torch.randn(2, 4).cuda())  # <-
+    """
+    assert one(tmp_path, code, "# <-", "model") == ["module torch.nn.Linear with float32 parameters"]
+    # a cast at the end of a chain of in-place methods changes the name too
+    chained = code.replace("model.half().float()", "model.cuda().half()")
+    assert [v.split("\n")[0] for v in one(tmp_path, chained, "# <-", "model")] == [
+        "module torch.nn.Linear with float16 parameters"]
+
+
+def test_parameters_cast_back_to_float32_in_a_loop_make_the_model_float32(tmp_path: Path) -> None:
+    """CLIP's ``convert_models_to_fp32``: ``p.data = p.data.float()`` over every parameter undoes a
+    helper's cast to half, so the GradScaler made under the same flag is given float32 gradients
+    (no AMP106). The unscaled backwards on the branches where the flag keeps the model half are
+    steps of their own, in pure float16 (AMP102), though a flag, not the scaler's presence,
+    separates them from the scaled one."""
+    code = """
+    import torch
+    import torch.nn as nn
+    from torch.cuda.amp import GradScaler, autocast
+    def convert_weights(model):
+        def to_half(layer):
+            if isinstance(layer, nn.Linear):
+                layer.weight.data = layer.weight.data.half()
+        model.apply(to_half)
+    def convert_models_to_fp32(model):
+        for p in model.parameters():
+            p.data = p.data.float()
+    def train(model, optimizer, scaler, loader, args):
+        for x, y in loader:
+            optimizer.zero_grad()
+            if args.accum_freq == 1:
+                if args.precision == "amp":
+                    with autocast():
+                        loss = torch.nn.functional.cross_entropy(model(x), y)
+                        scaler.scale(loss).backward()
+                        scaler.step(optimizer)
+                    scaler.update()
+                else:
+                    loss = torch.nn.functional.cross_entropy(model(x), y)  # <-
+                    loss.backward()
+                    optimizer.step()
+            else:
+                with autocast(enabled=(args.precision == "amp")):
+                    loss = torch.nn.functional.cross_entropy(model(x), y)
+                if args.precision == "amp":
+                    scaler.scale(loss).backward()
+                else:
+                    loss.backward()
+                if args.precision == "amp":
+                    scaler.step(optimizer)
+                    scaler.update()
+                else:
+                    optimizer.step()
+    def main(args, loader):
+        model = nn.Sequential(nn.Linear(8, 8), nn.Linear(8, 2))
+        convert_weights(model)
+        if args.precision == "amp" or args.precision == "fp32":
+            convert_models_to_fp32(model)
+        model.cuda()
+        if args.precision == "fp16":
+            convert_weights(model)
+        optimizer = torch.optim.AdamW(model.parameters(), eps=1e-6)
+        scaler = GradScaler() if args.precision == "amp" else None
+        train(model, optimizer, scaler, loader, args)
+    if __name__ == "__main__":
+        import argparse
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--precision", default="amp")
+        main(parser.parse_args(), [])
+    """
+    codes = _codes(tmp_path, code)
+    assert not any(c.endswith("AMP106") for c in codes), codes
+    assert f"{_line_of(code, '# <-') + 1}: AMP102" in codes
+    assert sum(c.endswith("AMP102") for c in codes) == 2, codes  # and the accumulation branch's
+
+
+def test_unpacking_a_value_that_is_a_tensor_or_a_tuple_takes_the_tuples_items(tmp_path: Path) -> None:
+    """``forward`` returns one tensor on an early return and a triple at its end: unpacking the
+    call into three names gives each the items (and the rows of the tensor), not unknown; a tuple
+    of another length, or a list of unknown length beside it, leaves the rest known."""
+    code = """
+    import torch
+    class Clip(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.visual = torch.nn.Linear(8, 8)
+            self.scale = torch.nn.Parameter(torch.ones([]))
+        def forward(self, image, text=None):
+            if text is None:
+                return self.visual(image)
+            if image is None:
+                return text, None
+            return self.visual(image), self.visual(text), self.scale.exp()
+    model = Clip().cuda().half()
+    image_features, text_features, logit_scale = model(torch.randn(2, 8).cuda().half(), 1)  # <-
+    """
+    assert one(tmp_path, code, "# <-", "image_features") == ["tensor float16"]
+    assert one(tmp_path, code, "# <-", "text_features") == ["tensor float16"]
+
+
+def test_a_vector_divided_by_its_own_norm_holds_no_large_values(tmp_path: Path) -> None:
+    """``x /= x.norm(dim=-1, keepdim=True)`` scales to unit length: the norm of the mean of such
+    rows cannot overflow, so it is not reported as a whole-tensor norm in half (AMP203); the norm
+    of the raw features is."""
+    code = """
+    import torch
+    model = torch.nn.Linear(512, 512).cuda().half()
+    def class_weights(batches):
+        out = []
+        for x in batches:
+            emb = model(x)
+            RAW
+            emb /= emb.norm(dim=-1, keepdim=True)
+            mean = emb.mean(dim=0)
+            mean /= mean.norm()  # <-
+            out.append(mean)
+        return out
+    class_weights([torch.randn(4, 512).cuda().half()])
+    """
+    line = f"{_line_of(code, '# <-')}: AMP203"
+    assert line not in _codes(tmp_path, code.replace("RAW", "pass"))
+    assert line in _codes(tmp_path, code.replace("RAW", "pass").replace(
+        "emb /= emb.norm(dim=-1, keepdim=True)", "emb = emb * 2"))
+
+
+def test_a_float32_autocast_region_runs_the_listed_ops_in_float32(tmp_path: Path) -> None:
+    """``torch.autocast("cuda", dtype=torch.float32)`` around a model whose own bfloat16 region
+    makes its logits: the ``log_softmax`` after that inner region runs in the outer float32
+    autocast, in float32 (not reported); called where no autocast is open, it runs in bfloat16."""
+    code = """
+    import torch
+    class Head(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(16, 100)
+        def forward(self, x):
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                logits = self.proj(x)
+            return logits.log_softmax(-1)  # <-
+    head = Head().cuda()
+    def score(x):
+        with torch.autocast("cuda", dtype=torch.float32):
+            return head(x)
+    score(torch.randn(2, 16).cuda())
+    OUTSIDE
+    """
+    line = f"{_line_of(code, '# <-')}: AMP201"
+    assert one(tmp_path, code.replace("OUTSIDE", ""), "# <-", "logits.log_softmax(-1)") == ["tensor float32"]
+    assert line not in _codes(tmp_path, code.replace("OUTSIDE", ""))
+    assert line in _codes(tmp_path, code.replace("OUTSIDE", "head(torch.randn(2, 16).cuda())"))
+
+
+def test_a_converter_that_reads_data_of_a_named_layer_raises_and_casts_nothing(tmp_path: Path) -> None:
+    """CLIP's ``convert_weights`` casts ``attr.data`` of the attributes it names (``text_projection``),
+    a parameter in CLIP. Where the model's ``text_projection`` is a layer (CLAP's ``nn.Sequential``),
+    ``.data`` raises AttributeError: nothing is cast and no finding rests on that cast."""
+    code = """
+    import torch
+    import torch.nn as nn
+    def convert_weights(model):
+        def to_fp16(l):
+            if isinstance(l, (nn.Conv1d, nn.Linear)):
+                l.weight.data = l.weight.data.half()
+            for name in ["text_projection", "proj"]:
+                if hasattr(l, name):
+                    attr = getattr(l, name)
+                    if attr is not None:
+                        attr.data = attr.data.half()
+        model.apply(to_fp16)
+    class Clap(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = nn.Linear(8, 8)
+            PROJECTION
+        def forward(self, x):
+            return self.encoder(x)
+    model = Clap().cuda()
+    convert_weights(model)
+    out = model(torch.randn(2, 8).cuda())
+    loss = torch.nn.functional.cross_entropy(out, torch.zeros(2, dtype=torch.long).cuda())  # <-
+    """
+    line = f"{_line_of(code, '# <-')}: AMP202"
+    assert line in _codes(tmp_path, code.replace("PROJECTION", "self.text_projection = nn.Parameter(torch.randn(8, 8))"))
+    assert line not in _codes(tmp_path, code.replace("PROJECTION", "self.text_projection = nn.Sequential(nn.Linear(8, 8))"))

@@ -226,6 +226,11 @@ FRAMEWORK_PACKAGES: FrozenSet[str] = frozenset({
 #: an optimizer over the parameters it is given, of no known class (so of no known ``eps``).
 SOME_TORCH_OPTIMIZER = "torch.optim.Optimizer"
 
+#: The class ``eval(name)`` gives for a name nobody knows where the calling module's names reach
+#: ``nn.Module`` classes of the project (YOLO's ``parse_model`` evaluates the layer names of a model
+#: YAML): one of them, not known which, so what it builds is a model of no known class.
+SOME_PROJECT_MODULE_CLASS = "<a project nn.Module class>"
+
 OPTIMIZER_NAMES: FrozenSet[str] = frozenset({
     "Adam", "AdamW", "SGD", "LAMB", "Lamb", "Adafactor", "FusedAdam", "FusedLAMB", "FusedSGD", "DeepSpeedCPUAdam",
     "Lion", "AdamW8bit", "Adam8bit", "PagedAdamW", "PagedAdamW8bit", "RAdam", "NAdam", "AdaBelief", "Lookahead",

@@ -8,6 +8,7 @@ from amp_lint.findings import Applicability, Severity
 from amp_lint.rules._training import migration_plan, training_model
 from amp_lint.rules.base import Invalid, Rule, Valid
 from amp_lint.semantics.torch_api import node_key
+from amp_lint.semantics.training import AUTOCAST_ORIGIN_KINDS
 from amp_lint.semantics.values import APEX_O1_ORIGIN, F16, Tensor
 
 
@@ -37,7 +38,10 @@ class BackwardWithoutLossScaling(Rule):
     checked on its own: reported where that branch can be half (a model cast under
     `precision == "fp16"` while the scaler is made only for `"amp"`), not where the scaler is
     made under the same test as the half evidence (`GradScaler() if amp else None` beside
-    `autocast(enabled=amp)`: the unscaled branch runs in float32). timm's `NativeScaler` and
+    `autocast(enabled=amp)`: the unscaled branch runs in float32). So is the plain backward on
+    the other branch of a flag (`if args.precision == "amp": ... scaler.scale(loss).backward()
+    else: loss.backward()`) whose loss went through a model cast to half (Chinese-CLIP's
+    `convert_weights(model)` under `precision == "fp16"`). timm's `NativeScaler` and
     `ApexScaler`, called as `loss_scaler(loss, optimizer, ...)`, are loss scalers too: in
     timm-style scripts that make each under its own `use_amp == ...` test, beside an autocast
     picked under the same test (`amp_autocast = torch.cuda.amp.autocast`, else `suppress`) or
@@ -463,7 +467,11 @@ class BackwardWithoutLossScaling(Rule):
             tensors = step.loss_tensors()
             # the loss's gradients flow through fp16 ops of an autocast region (the loss value says so:
             # a backward on the branch where autocast was off is not one), or backward runs inside one
-            autocast = (model.autocast_inside(step.container) & F16 and step.graph & F16) or any(
+            # (a backward split off a scaled one on the other branch of an ``if`` has only its own
+            # loss to go by: the region may be on the other branch)
+            regions = any(t.low_graph & F16 and t.origin is not None and t.origin.kind in AUTOCAST_ORIGIN_KINDS
+                          for t in tensors) if step.siblings else model.autocast_inside(step.container) & F16
+            autocast = (regions and step.graph & F16) or any(
                 obs.state is not None and obs.state[1] == F16 for obs in step.backward.observations)
             pure = step.graph & F16 and not autocast
             if not (autocast or pure):

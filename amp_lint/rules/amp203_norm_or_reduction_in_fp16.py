@@ -135,8 +135,9 @@ class NormOrReductionInFp16(Rule):
     `std` (its kernel squares in float32: of 100 float16 values +-300, `std` is 301.5 and `var` is `inf`),
     nor a norm over a dimension (`x / x.norm(dim=-1, keepdim=True)`): its kernel squares and sums in
     float32 and rounds only the norm, which is `inf` only above 65504 (512 float16 values of 300 have
-    norm 6788; 4096 values of 1000 have 64000), and nothing static shows a row norm that large.
-    `var` overflows for values of abs >= 256 or so, a norm of a whole tensor (no `dim`: a gradient
+    norm 6788; 4096 values of 1000 have 64000), and nothing static shows a row norm that large;
+    nor a weight's own norm (`param.norm()`, a debugging dump: weights are small), while a
+    gradient's (`p.grad.norm()`) is. `var` overflows for values of abs >= 256 or so, a norm of a whole tensor (no `dim`: a gradient
     norm over millions of values, where an rms of 16 is enough) when its values are large, and a
     `sum`/`cumsum` (whose kernels also accumulate in float32 and round only the totals) once n values
     of size a pass n*a > 65504; all three need positive evidence
@@ -172,6 +173,14 @@ class NormOrReductionInFp16(Rule):
       with torch 2.11 on an NVIDIA H200)
     """
     VALID = [
+        Valid("""
+        import torch
+
+        # a debugging dump of each weight's norm: weights are small, and the norm accumulates in float32
+        model = torch.nn.Linear(1024, 1024).cuda().half()
+        for name, param in model.named_parameters():
+            print(name, param.norm().item())
+        """),
         Valid("""
         import torch
 
@@ -435,6 +444,8 @@ class NormOrReductionInFp16(Rule):
                 continue  # bfloat16 cannot overflow here
             if op in _NEED_LARGE_VALUES and squared is None and not (tensor.learned or tensor.param):
                 continue  # the var, norm or sum of values no learned layer produced (masks, pixels, noise)
+            if op in _FP32_NORMS and squared is None and tensor.param and not tensor.learned:
+                continue  # a weight's own norm (``param.norm()``): weights are small; a gradient's is kept
             site = found
             what = "mean of squares" if squared is not None else f"`{op}`"
             hazards.append(Hazard(obs, f"{what} computed {obs.where(tensor)}; it overflows above 65504 - compute it "

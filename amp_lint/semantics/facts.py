@@ -167,7 +167,7 @@ class Observation:
         """The precision context label of a half value here (AUTOCAST_FP16, PURE_BF16, ...); ``value``:
         the value, where the state may not be in force for it (:meth:`state_excluded_for`)."""
         state = None if self.state_excluded_for(value) else self.record.state
-        if state is not None:
+        if state is not None and state[1] & HALF:
             return "AUTOCAST_BF16" if state[1] == BF16 else "AUTOCAST_FP16"
         return "PURE_BF16" if (dtypes & HALF) == BF16 else "PURE_FP16"
 
@@ -246,6 +246,7 @@ class Facts:
         self.interpreter = interpreter
         self._index: Dict[int, Dict[int, List[Observation]]] = {}
         self._casting: Optional[Set[str]] = None  # see _files_casting_to_half
+        self._closures: Dict[str, Tuple[Set[str], Set[str]]] = {}  # see _imported_closure
 
     def observations(self, node: ast.AST, scope: ast.AST) -> List[Observation]:
         """The contexts in which ``node`` (inside ``scope``) was evaluated."""
@@ -264,18 +265,44 @@ class Facts:
 
     def another_program(self, entry: str, origin: str) -> bool:
         """Whether the file ``origin`` is a program of its own apart from the script ``entry``:
-        both are scripts (a ``__main__`` block or a top level that loops), ``entry`` does not
-        import ``origin`` (by its name), and
-        ``entry`` casts no model to half itself (where it does, a summary shared by equal calls
-        may name the other program's cast for its own)."""
+        both are scripts (a ``__main__`` block or a top level that loops), neither ``entry`` nor a
+        file it imports, directly or through others, imports ``origin`` (by its name), and none of
+        them casts a model to half itself (where one does, a summary shared by equal calls may
+        name the other program's cast for its own: ``val.py``'s and ``panoptic/val.py``'s casts
+        of the same model class)."""
         if entry == origin:
             return False
         by_relpath = self.interpreter.index.by_relpath
         running, other = by_relpath.get(entry), by_relpath.get(origin)
         if running is None or other is None or not running.is_script or not other.is_script:
             return False
-        return PurePosixPath(origin).stem not in running.imported_names \
-            and entry not in self._files_casting_to_half()
+        names, files = self._imported_closure(entry)
+        return PurePosixPath(origin).stem not in names and not files & self._files_casting_to_half()
+
+    def _imported_closure(self, entry: str) -> Tuple[Set[str], Set[str]]:
+        """The names the file ``entry`` and the project files it imports (by name, transitively)
+        import, and those files with ``entry``."""
+        found = self._closures.get(entry)
+        if found is None:
+            by_relpath = self.interpreter.index.by_relpath
+            by_stem: Dict[str, List[str]] = {}
+            for path in by_relpath:
+                by_stem.setdefault(PurePosixPath(path).stem, []).append(path)
+            names: Set[str] = set()
+            files: Set[str] = {entry}
+            todo = [entry]
+            while todo:
+                module = by_relpath.get(todo.pop())
+                if module is None:
+                    continue
+                for name in module.imported_names - names:
+                    names.add(name)
+                    for path in by_stem.get(name, ()):
+                        if path not in files:
+                            files.add(path)
+                            todo.append(path)
+            found = self._closures[entry] = (names, files)
+        return found
 
     def _files_casting_to_half(self) -> Set[str]:
         """The files whose own code makes a value half (a module or tensor cast, a half factory, an

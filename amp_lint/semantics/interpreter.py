@@ -179,7 +179,7 @@ _BUILTIN_NAMES = frozenset({
     "open", "repr", "format", "divmod", "pow", "callable", "id", "hash", "vars", "object", "property",
     "staticmethod", "classmethod", "Exception", "ValueError", "RuntimeError", "NotImplementedError",
     "KeyError", "TypeError", "AttributeError", "ImportError", "AssertionError", "StopIteration", "input",
-    "__import__",
+    "__import__", "eval",
 })
 
 
@@ -367,7 +367,7 @@ class Interpreter:
     def _enter_fork(self, frame: Frame, record: Record, state: State, origin: Optional[Origin]) -> None:
         """``frame`` (whose record was ``record``) goes on in the autocast ``state``, with a record of
         its own; a program that runs code under autocast is noted as one that uses it."""
-        if state is not None:
+        if state is not None and state[1] & HALF:  # a float32 autocast makes nothing half
             self.autocasted = True
             if frame.stack or frame.info is None:
                 self.autocast_programs.add(frame.stack[0].path if frame.stack else frame.module.relpath)
@@ -814,7 +814,8 @@ class Interpreter:
         operand = self.ev(node.value, frame)
         result = self.binop(node.op, current, operand, frame, node)
         if isinstance(current, Tensor) and isinstance(result, Tensor):
-            result = replace(current, scaled=current.scaled or result.scaled)  # in place: the dtype stays
+            # in place: the dtype stays; what the values can be follows the op (``x /= x.norm()``)
+            result = replace(current, scaled=current.scaled or result.scaled, learned=result.learned)
         self.bind(node.target, result, frame)
         return True
 
@@ -963,8 +964,10 @@ class Interpreter:
         and the environment it leaves."""
         body = node.orelse if is_else else node.body
         frame.env = env
-        for name in narrowed:
-            _narrow(env, name, narrowing[1], narrowing[2] != is_else)  # type: ignore[index]
+        possible = [_narrow(env, name, narrowing[1], narrowing[2] != is_else)  # type: ignore[index]
+                    for name in narrowed]
+        if not all(possible):  # the test's value cannot take this branch: nothing runs on it
+            return False, env
         saved_refuted, saved_branches = frame.refuted, frame.branches
         frame.refuted = saved_refuted.union(refuted) if refuted else saved_refuted
         if body:
@@ -1557,15 +1560,20 @@ class Interpreter:
     def _cast_by_parameter_data(self, owner_expr: ast.AST, value: Value, node: ast.AST, frame: Frame) -> None:
         """``layer.weight.data = layer.weight.data.half()`` (a hand-written ``convert_weights``, often
         run on every layer by ``model.apply``): the layer owning the parameter now computes in half.
-        Only a value that is half for sure casts; the cast is in place, as ``layer.half()``'s."""
-        if not isinstance(value, Tensor) or value.unknown or not value.dtypes & HALF or value.dtypes & FLOATS & ~HALF:
+        Only a value that is half for sure casts; the cast is in place, as ``layer.half()``'s. A value
+        that is float32 for sure casts back (``p.data = p.data.float()``, CLIP's
+        ``convert_models_to_fp32``), as ``layer.float()`` does."""
+        if not isinstance(value, Tensor) or value.unknown:
+            return
+        dtypes = value.dtypes & HALF if not value.dtypes & FLOATS & ~HALF else value.dtypes
+        if dtypes != F32 and not (dtypes & HALF and dtypes == value.dtypes & FLOATS):
             return
         owner = frame.record.values.get(id(owner_expr))
         modules = options(owner) if owner is not None else []
         if not modules or not all(isinstance(o, Module) for o in modules):
             return
         origin = torch_api.module_cast_origin(frame, node)
-        cast = union_of(m.cast_to(value.dtypes & HALF, origin) for m in modules)  # type: ignore[union-attr]
+        cast = union_of(m.cast_to(dtypes, origin) for m in modules)  # type: ignore[union-attr]
         torch_api.cast_in_place(self, frame, owner, cast, owner_expr)
 
     @staticmethod
@@ -2176,8 +2184,11 @@ class Interpreter:
             callee = self.ev(func, frame)
         out: Optional[Value] = None
         choices = options(callee)
-        target = func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
-            and len(choices) > 1 else None
+        root = func.value if isinstance(func, ast.Attribute) else None
+        while isinstance(root, ast.Call) and isinstance(root.func, ast.Attribute) \
+                and root.func.attr in torch_api.RETURNS_ITS_MODULE:
+            root = root.func.value  # ``model.eval().requires_grad_(False)`` changes ``model``
+        target = root.id if isinstance(root, ast.Name) and len(choices) > 1 else None
         before = frame.env.get(target) if target is not None else None
         lefts: List[Value] = []
         rebound = False
@@ -3144,17 +3155,22 @@ def _aliases(name: str, frame: Frame) -> Tuple[str, ...]:
     return tuple(found)
 
 
-def _narrow(env: Dict[str, Value], name: str, dtypes: int, holds: bool) -> None:
+def _narrow(env: Dict[str, Value], name: str, dtypes: int, holds: bool) -> bool:
     """In a branch where ``name``'s dtype is (``holds``) or is not one of ``dtypes``, drop the
     dtypes it cannot have there (``if x.dtype == torch.float16: x = x.float()`` leaves no float16
-    path); the evidence of a half dtype goes with it. A model's ``dtype`` is its parameters'."""
+    path); the evidence of a half dtype goes with it. A model's ``dtype`` is its parameters'.
+    False where no value ``name`` may hold passes the test: a tensor whose dtype is known for sure
+    and is not (or is) one of ``dtypes`` (``if not isinstance(val, HALF_TYPES)`` on a half tensor)."""
     value = env.get(name)
     if value is None:
-        return
+        return True
     out: Optional[Value] = None
+    impossible = 0
     for option in options(value):
         if isinstance(option, Tensor) and option.dtypes:
             kept = option.dtypes & dtypes if holds else option.dtypes & ~dtypes
+            if not kept and not option.unknown:
+                impossible += 1
             if kept and kept != option.dtypes:
                 option = replace(option, dtypes=kept, origin=option.origin if kept & HALF else None)
         elif isinstance(option, Module):  # ``model.dtype``: the dtype of its parameters
@@ -3167,6 +3183,7 @@ def _narrow(env: Dict[str, Value], name: str, dtypes: int, holds: bool) -> None:
         out = join(out, option)
     if out is not None:
         env[name] = out
+    return impossible < len(options(value))
 
 
 def _refine(env: Dict[str, Value], false_conditions: List[str]) -> Dict[str, Value]:
@@ -3408,7 +3425,10 @@ _NOT_ITERABLE = frozenset({"none", "int", "float", "bool", "num"})
 def unpack_targets(value: Value, count: int, star: Optional[int]) -> Optional[List[Value]]:
     """What each of ``count`` unpacking targets gets (``star``: the index of the starred one, which
     gets a sequence), where the value's length or its leading items are known; None where not.
-    ``logits, *mems = (logits, *hidden)`` gives the logits to ``logits``; a union unpacks per option."""
+    ``logits, *mems = (logits, *hidden)`` gives the logits to ``logits``; a union unpacks per option:
+    a tensor into its rows (``forward`` returns one feature on an early return, a triple at its end),
+    a tuple of another length not at all (that path raises), a list of unknown length into values
+    not known."""
     if isinstance(value, Union):
         out: Optional[List[Value]] = None
         unknown = False
@@ -3418,8 +3438,14 @@ def unpack_targets(value: Value, count: int, star: Optional[int]) -> Optional[Li
             if option is UNKNOWN:
                 unknown = True  # each target may be anything besides what the other options give
                 continue
-            got = unpack_targets(option, count, star)
+            got = [Coll(option) if i == star else option for i in range(count)] if isinstance(option, Tensor) \
+                else unpack_targets(option, count, star)
             if got is None:
+                if isinstance(option, Seq):
+                    continue  # a tuple of another length: unpacking it raises, that path assigns nothing
+                if isinstance(option, Coll):
+                    unknown = True  # a list of unknown length: what lands in each target is not known
+                    continue
                 return None
             out = got if out is None else [join(a, b) for a, b in zip(out, got)]
         return [join(item, UNKNOWN) for item in out] if unknown and out is not None else out

@@ -241,7 +241,11 @@ def autocast_states(cm: Value, state, origin: Optional[Origin], default_device: 
                     dtypes = F16 if option.device != "cpu" else BF16
                 for bit in bits(dtypes):
                     out.append(((option.device, bit), option.origin))
-                if option.dtype & (F32 | F64):
+                if option.dtype & F32:
+                    # ``autocast(dtype=torch.float32)`` (around a half region): the listed ops, the
+                    # fp32 ones and the lower-precision ones alike, run in float32
+                    out.append(((option.device, F32), option.origin))
+                if option.dtype & F64:
                     out.append((None, None))
         elif isinstance(option, Obj) and option.kind == "accelerator":
             out.append((state, origin))
@@ -448,7 +452,10 @@ def binop(interp: "Interpreter", frame: "Frame", op: ast.operator, a: Value, b: 
         ta = a if isinstance(a, Tensor) else None
         tb = b if isinstance(b, Tensor) else None
         if ta is not None and tb is not None:
-            return apply_op("add", [ta, tb], frame)
+            result = apply_op("add", [ta, tb], frame)
+            if name == "Div" and isinstance(result, Tensor) and _divides_by_own_norm(node):
+                result = replace(result, learned=False)  # ``x / x.norm(dim=-1, keepdim=True)``: unit length
+            return result
         tensor = ta or tb
         other = b if tensor is ta else a
         assert tensor is not None
@@ -467,6 +474,41 @@ def binop(interp: "Interpreter", frame: "Frame", op: ast.operator, a: Value, b: 
     if isinstance(a, (Seq, Coll)) and isinstance(b, (Seq, Coll)):
         return Coll(join(element(a), element(b)))
     return UNKNOWN
+
+
+_NORM_CALLS = frozenset({"norm", "vector_norm"})
+
+
+def _divides_by_own_norm(node: ast.AST) -> bool:
+    """``x / x.norm(...)``, ``x /= torch.linalg.norm(x, ...)``, ``x / (x.norm(...) + eps)``,
+    ``x / x.norm(...).clamp(min=eps)``: ``x`` scaled to unit length, whose values are at most 1."""
+    if isinstance(node, ast.BinOp):
+        left, right = node.left, node.right
+    elif isinstance(node, ast.AugAssign):
+        left, right = node.target, node.value
+    else:
+        return False
+    if isinstance(left, ast.Subscript) or not isinstance(left, (ast.Name, ast.Attribute)):
+        return False
+    while True:
+        if isinstance(right, ast.BinOp) and isinstance(right.op, ast.Add):
+            right = right.left if isinstance(right.left, ast.Call) else right.right
+        elif isinstance(right, ast.Call) and isinstance(right.func, ast.Attribute) \
+                and right.func.attr in ("clamp", "clamp_min", "clip", "add", "expand_as") \
+                and isinstance(right.func.value, ast.Call):
+            right = right.func.value
+        else:
+            break
+    if not (isinstance(right, ast.Call) and isinstance(right.func, (ast.Attribute, ast.Name))):
+        return False
+    func = right.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id
+    if name not in _NORM_CALLS:
+        return False
+    target = ast.unparse(left)  # the text: an augmented assignment's target is a store, not a load
+    if isinstance(func, ast.Attribute) and ast.unparse(func.value) == target:
+        return True  # ``x.norm(...)``
+    return bool(right.args) and ast.unparse(right.args[0]) == target  # ``torch.norm(x, ...)``
 
 
 def _is_loss_scale(node: ast.AST, tensor_left: bool) -> bool:
@@ -758,7 +800,12 @@ def _apply_to_layers(interp: "Interpreter", frame: "Frame", module: Module, fn: 
             interp.probing_layers = False
         if not kinds:
             return module
-        kinds |= _named_attributes(fn)
+        named = _named_attributes(fn)
+        if named and _reads_data_of_named(fn) and _names_a_submodule(interp, module, named):
+            # ``attr.data = attr.data.half()`` where the model's ``text_projection`` is a layer, not
+            # a parameter: the converter raises AttributeError, and nothing after it runs in half
+            return module
+        kinds |= named
     elif not half:
         return module
     result = module.cast_to(half, module_cast_origin(frame, cast_site or node), kinds)
@@ -794,6 +841,34 @@ def _named_attributes(fn: Value) -> FrozenSet[str]:
             names.update(n.value for n in ast.walk(body) if isinstance(n, ast.Constant) and isinstance(n.value, str)
                          and n.value.isidentifier() and id(n) not in pieces)  # not a piece of an f-string
     return frozenset("." + name for name in names)
+
+
+def _reads_data_of_named(fn: Value) -> bool:
+    """The converter reads ``.data`` of what ``getattr(layer, name)`` gave (``attr = getattr(l, name)``,
+    then ``attr.data``): a parameter's tensor, which a layer does not have."""
+    for option in options(fn):
+        if not isinstance(option, FuncVal):
+            continue
+        fetched = {target.id for n in ast.walk(option.info.node) if isinstance(n, ast.Assign)
+                   and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Name)
+                   and n.value.func.id == "getattr" for target in n.targets if isinstance(target, ast.Name)}
+        if any(isinstance(n, ast.Attribute) and n.attr == "data" and isinstance(n.value, ast.Name)
+               and n.value.id in fetched for n in ast.walk(option.info.node)):
+            return True
+    return False
+
+
+def _names_a_submodule(interp: "Interpreter", module: Module, named: FrozenSet[str]) -> bool:
+    """Whether a field of the model's class that the converter names (``.text_projection``) holds a
+    layer on every path the analysis saw (CLAP's ``nn.Sequential`` where CLIP has a parameter)."""
+    if not isinstance(module.cls, ClassVal):
+        return False
+    for klass in interp.mro(module.cls.info):
+        for key in named:
+            value = klass.fields.get(key[1:])
+            if value is not None and all(isinstance(o, Module) for o in options(value)):
+                return True
+    return False
 
 
 def _casts_to_half(interp: "Interpreter", frame: "Frame", fn: Value, layer: Module,
@@ -910,6 +985,16 @@ def rebind(interp: "Interpreter", frame: "Frame", target: ast.AST, value: Value)
         owner = frame.record.values.get(id(target.value))
         if owner is not None:
             interp.store_attr(owner, target.attr, value, target, frame)
+    elif isinstance(target, ast.Call) and isinstance(target.func, ast.Attribute) \
+            and target.func.attr in RETURNS_ITS_MODULE:
+        # ``model.half().float()``: ``model.half()`` is ``model``, changed in place, so the name
+        # holds the round trip's float32, not the half in between
+        rebind(interp, frame, target.func.value, value)
+
+
+#: ``nn.Module`` methods that change the module in place and return it
+RETURNS_ITS_MODULE = frozenset({"half", "float", "double", "bfloat16", "to", "cuda", "cpu", "type", "train",
+                                 "eval", "requires_grad_", "apply", "to_empty", "share_memory"})
 
 
 def call_torch_module(interp: "Interpreter", frame: "Frame", module: Module, args: List[Value],
@@ -1074,6 +1159,8 @@ def call_ext(interp: "Interpreter", frame: "Frame", qualified: str, args: List[V
              node: Optional[ast.AST]) -> Value:
     short = qualified.rsplit(".", 1)[-1]
     positional = _positional(args)
+    if qualified == trainingdata.SOME_PROJECT_MODULE_CLASS:
+        return Module(None)  # a layer of some project class: a model of no known class, in float32
     if qualified in libraries.MODEL_FACTORIES:
         built = build_registered(interp, frame, libraries.MODEL_FACTORIES[qualified], args, kwargs, node)
         if built is not None:
@@ -1888,6 +1975,8 @@ def call_builtin(interp: "Interpreter", frame: "Frame", name: str, args: List[Va
             else:
                 out = join(out, UNKNOWN)
         return out if out is not None else UNKNOWN
+    if name == "eval" and len(positional) == 1:
+        return _eval_name(interp, frame, first)
     if name == "__import__" and isinstance(node, ast.Call) and node.args and not any(
             k.arg is None for k in node.keywords):
         # ``__import__(name, fromlist=[...])`` is the module of that name; without a fromlist, its package
@@ -1925,6 +2014,31 @@ def call_builtin(interp: "Interpreter", frame: "Frame", name: str, args: List[Va
 #: ``map(f, (q, k, v))`` over at most this many known items calls ``f`` on each (``q, k, v = map(...)``
 #: keeps each its own dtype); over more, or over an iterable of unknown length, once on their join
 MAX_MAPPED_ITEMS = 8  # also the items a comprehension over a known tuple or list maps one by one
+
+
+def _eval_name(interp: "Interpreter", frame: "Frame", source: Value) -> Value:
+    """``eval(text)``: a (dotted) name the string spells is looked up where the call is; a string
+    nobody knows, where the calling module's names reach ``nn.Module`` classes of the project (YOLO's
+    ``parse_model`` evaluates the layer names of a model YAML), is one of them, or anything else
+    (:data:`trainingdata.SOME_PROJECT_MODULE_CLASS`). Any other expression is unknown."""
+    texts = known_strings(source)
+    if texts:
+        out: Optional[Value] = None
+        for text in texts:
+            parts = text.strip().split(".")
+            if not all(part.isidentifier() for part in parts):
+                return UNKNOWN
+            value = interp.lookup(parts[0], frame)
+            for part in parts[1:]:
+                value = interp.getattr(value, part, frame, None)
+            out = join(out, value)
+        return out if out is not None else UNKNOWN
+    if not (source is UNKNOWN or (isinstance(source, Scalar) and source.kind == "str")):
+        return UNKNOWN
+    if any(isinstance(value, ClassVal) and getattr(value.info, "is_module", False)
+           for value in interp.global_env(frame.module).values()):
+        return join(Ext(trainingdata.SOME_PROJECT_MODULE_CLASS), UNKNOWN)
+    return UNKNOWN
 
 
 def _map(interp: "Interpreter", frame: "Frame", fn: Value, iterables: List[Value], node: Optional[ast.AST]) -> Value:

@@ -16,7 +16,7 @@ from amp_lint.semantics.facts import Facts, Observation
 from amp_lint.semantics.interpreter import presence_subject
 from amp_lint.semantics.torch_api import unscaled_fp16_fabric
 from amp_lint.semantics.values import (
-    UNKNOWN, Ext, Method, Obj, Tensor, Value, options,
+    APEX_O1_ORIGIN, F16, UNKNOWN, Ext, Method, Obj, Tensor, Value, options,
 )
 
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -137,6 +137,21 @@ def _ancestors(chain: Optional[tuple]) -> Tuple[ast.AST, ...]:
         out.append(chain[0])
         chain = chain[1]
     return tuple(reversed(out))
+
+
+def _half_by_a_cast(event: Event, loss: ast.AST) -> bool:
+    """The loss of the backward ``event`` went through float16 ops of a model or tensor cast to half
+    (not of an autocast region, whose flag is the one that picks the scaled branch)."""
+    for obs in event.observations:
+        for option in options(obs.value(loss)):
+            if isinstance(option, Tensor) and option.low_graph & F16 and option.origin is not None \
+                    and option.origin.kind not in AUTOCAST_ORIGIN_KINDS:
+                return True
+    return False
+
+
+#: origin kinds of half values an autocast-like region made (not a cast of a model or a tensor)
+AUTOCAST_ORIGIN_KINDS = frozenset({"autocast", "autocast_guess", "framework", APEX_O1_ORIGIN})
 
 
 class TrainingModel:
@@ -298,9 +313,13 @@ class TrainingModel:
                     owner = claimed[key]
                     if owner.scaled and not scaled and all(_exclusive(event.ancestors, b.ancestors)
                                                            for b in owner.backwards) \
-                            and self._on_scaler_presence(event, owner.backward):
+                            and (self._on_scaler_presence(event, owner.backward)
+                                 or _half_by_a_cast(event, loss)):
                         # the other branch of ``if scaler is not None: scaler.scale(loss).backward()
-                        # else: loss.backward()``: a step of its own, with the same optimizer steps
+                        # else: loss.backward()``: a step of its own, with the same optimizer steps;
+                        # also where a flag separates them and this branch's loss went through a
+                        # model cast to half (``if args.precision == "amp": ... else: loss.backward()``
+                        # with ``convert_weights(model)`` under ``args.precision == "fp16"``)
                         loop = container if isinstance(container, LOOPS) else None
                         own = self._collect_step(event, loss, scaled, container, loop, function, apex_with)
                         own.siblings = list(owner.backwards)
