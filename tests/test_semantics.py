@@ -5871,3 +5871,21 @@ def test_a_converter_that_reads_data_of_a_named_layer_raises_and_casts_nothing(t
     line = f"{_line_of(code, '# <-')}: AMP202"
     assert line in _codes(tmp_path, code.replace("PROJECTION", "self.text_projection = nn.Parameter(torch.randn(8, 8))"))
     assert line not in _codes(tmp_path, code.replace("PROJECTION", "self.text_projection = nn.Sequential(nn.Linear(8, 8))"))
+
+
+def test_a_loss_module_on_logits_of_unknown_dtype_is_no_integer_tensor(tmp_path: Path) -> None:
+    """``nn.CrossEntropyLoss()(logits, labels)``: the loss takes the logits' floating dtype; the
+    class-index target (int64) takes no part, so unknown logits give a loss of unknown dtype, not
+    an int64 one (float half logits give a half loss)."""
+    code = """
+    import torch
+    criterion = torch.nn.CrossEntropyLoss()
+    def step(logits):
+        labels = torch.arange(4).cuda()
+        return criterion(logits, labels)  # <-
+    step(UNKNOWN_LOGITS)
+    step(torch.randn(4, 10).cuda().half())
+    """
+    values = one(tmp_path, code.replace("UNKNOWN_LOGITS", "load_logits()"), "# <-", "criterion(logits, labels)")
+    assert values and all("int64" not in v for v in values), values
+    assert any(v.startswith("tensor float16") for v in values), values

@@ -1035,8 +1035,8 @@ def call_torch_module(interp: "Interpreter", frame: "Frame", module: Module, arg
             return Tensor(0, True, learned=True)
         return Tensor(module.cast & FLOATS, False, module.origin if module.cast & HALF else None, learned=True)
     op = optable.MODULE_OPS.get(short)
-    if op in optable.LOSSES:
-        return apply_op(op, [a for a in args[:2] if not _is_star(a)], frame)
+    if op in optable.LOSSES:  # its float inputs decide (not class-index targets: an int64 loss is none)
+        return apply_op(op, [a for a in args[:optable.LOSSES[op]] if not _is_star(a)], frame)
     if kind == "params":
         if op is not None:
             result = apply_op(op, [first if first is not None else UNKNOWN, param], frame)
