@@ -1565,8 +1565,12 @@ class Interpreter:
         ``convert_models_to_fp32``), as ``layer.float()`` does."""
         if not isinstance(value, Tensor) or value.unknown:
             return
-        dtypes = value.dtypes & HALF if not value.dtypes & FLOATS & ~HALF else value.dtypes
-        if dtypes != F32 and not (dtypes & HALF and dtypes == value.dtypes & FLOATS):
+        floats = value.dtypes & FLOATS
+        if floats == F32:
+            dtypes = F32
+        elif value.dtypes & HALF and not floats & ~HALF:
+            dtypes = value.dtypes & HALF
+        else:
             return
         owner = frame.record.values.get(id(owner_expr))
         modules = options(owner) if owner is not None else []
