@@ -5674,7 +5674,8 @@ def test_a_layer_named_in_a_config_and_built_by_eval_is_a_model_of_no_known_clas
         validate(Net("net.yaml").cuda(), [], True)
         """,
     }
-    assert all("tensor float16" in v for v in value_of(tmp_path, files, "model.py", "# <-", "train_out[0]"))
+    values = value_of(tmp_path, files, "model.py", "# <-", "train_out[0]")
+    assert values and all("tensor float16" in v for v in values), values
     assert value_of(tmp_path, files, "model.py", "self.act = ", "self.act") == [
         "module torch.nn.SiLU with float32 parameters"]
     assert f"model.py:{_line_of(files['model.py'], '# <-')}: AMP202" in _codes_in_project(tmp_path, files, "AMP202")

@@ -93,6 +93,10 @@ LOSSES: Dict[str, int] = {
     "ctc_loss": 1, "gaussian_nll_loss": 2, "multilabel_soft_margin_loss": 1,
 }
 
+#: Vector norms whose kernels square and sum in float32 and round only the norm (measured, torch 2.13
+#: on the CPU and 2.11 on an H200): ``inf`` in float16 only where the norm itself exceeds 65504.
+FP32_ACCUMULATING_NORMS = frozenset({"norm", "vector_norm"})
+
 #: Reductions and statistics that AMP203 watches, with whether the op takes ``dtype=`` (S1: the
 #: fp32_set_opt_dtype ops accept it; mean takes it too; var/std do not).
 REDUCTIONS: Dict[str, bool] = {

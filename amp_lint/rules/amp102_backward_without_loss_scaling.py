@@ -8,7 +8,7 @@ from amp_lint.findings import Applicability, Severity
 from amp_lint.rules._training import migration_plan, training_model
 from amp_lint.rules.base import Invalid, Rule, Valid
 from amp_lint.semantics.torch_api import node_key
-from amp_lint.semantics.training import AUTOCAST_ORIGIN_KINDS
+from amp_lint.semantics.training import half_through
 from amp_lint.semantics.values import APEX_O1_ORIGIN, F16, Tensor
 
 
@@ -469,8 +469,8 @@ class BackwardWithoutLossScaling(Rule):
             # a backward on the branch where autocast was off is not one), or backward runs inside one
             # (a backward split off a scaled one on the other branch of an ``if`` has only its own
             # loss to go by: the region may be on the other branch)
-            regions = any(t.low_graph & F16 and t.origin is not None and t.origin.kind in AUTOCAST_ORIGIN_KINDS
-                          for t in tensors) if step.siblings else model.autocast_inside(step.container) & F16
+            regions = half_through(tensors, by_autocast=True) if step.siblings \
+                else model.autocast_inside(step.container) & F16
             autocast = (regions and step.graph & F16) or any(
                 obs.state is not None and obs.state[1] == F16 for obs in step.backward.observations)
             pure = step.graph & F16 and not autocast

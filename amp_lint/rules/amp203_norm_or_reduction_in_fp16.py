@@ -31,7 +31,7 @@ _BOUNDED_BY_INPUT = {"mean", "std", "std_mean", "logsumexp"}
 # values of 300 have norm 6788, 4096 values of 1000 have 64000). Over one dimension (a feature row,
 # ``x / x.norm(dim=-1)``) that needs values no evidence here can show; over a whole tensor (a gradient
 # norm of millions of values) an rms of 16 is enough, so those keep the var rule's evidence test.
-_FP32_NORMS = {"norm", "vector_norm"}
+_FP32_NORMS = opdata.FP32_ACCUMULATING_NORMS
 # Positional index of ``dim`` in the method and the function forms (``x.norm(p, dim)``, ``torch.norm(x, p, dim)``).
 _NORM_DIM_INDEX = {"method": 1, "function": 2}
 # Statistics whose result is a square of the values (their kernels accumulate in fp32): it overflows for

@@ -476,9 +476,6 @@ def binop(interp: "Interpreter", frame: "Frame", op: ast.operator, a: Value, b: 
     return UNKNOWN
 
 
-_NORM_CALLS = frozenset({"norm", "vector_norm"})
-
-
 def _divides_by_own_norm(node: ast.AST) -> bool:
     """``x / x.norm(...)``, ``x /= torch.linalg.norm(x, ...)``, ``x / (x.norm(...) + eps)``,
     ``x / x.norm(...).clamp(min=eps)``: ``x`` scaled to unit length, whose values are at most 1."""
@@ -503,7 +500,7 @@ def _divides_by_own_norm(node: ast.AST) -> bool:
         return False
     func = right.func
     name = func.attr if isinstance(func, ast.Attribute) else func.id
-    if name not in _NORM_CALLS:
+    if name not in optable.FP32_ACCUMULATING_NORMS:
         return False
     target = ast.unparse(left)  # the text: an augmented assignment's target is a store, not a load
     if isinstance(func, ast.Attribute) and ast.unparse(func.value) == target:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from amp_lint.data import training as trainingdata
 from amp_lint.semantics.facts import Facts, Observation
@@ -139,15 +139,18 @@ def _ancestors(chain: Optional[tuple]) -> Tuple[ast.AST, ...]:
     return tuple(reversed(out))
 
 
+def half_through(tensors: Iterable[Tensor], by_autocast: bool) -> bool:
+    """Whether one of ``tensors`` went through float16 ops that an autocast-like region made
+    (``by_autocast``), or that a cast of a model or a tensor made (not ``by_autocast``)."""
+    return any(t.low_graph & F16 and t.origin is not None and (t.origin.kind in AUTOCAST_ORIGIN_KINDS) == by_autocast
+               for t in tensors)
+
+
 def _half_by_a_cast(event: Event, loss: ast.AST) -> bool:
     """The loss of the backward ``event`` went through float16 ops of a model or tensor cast to half
     (not of an autocast region, whose flag is the one that picks the scaled branch)."""
-    for obs in event.observations:
-        for option in options(obs.value(loss)):
-            if isinstance(option, Tensor) and option.low_graph & F16 and option.origin is not None \
-                    and option.origin.kind not in AUTOCAST_ORIGIN_KINDS:
-                return True
-    return False
+    return half_through((o for obs in event.observations for o in options(obs.value(loss)) if isinstance(o, Tensor)),
+                        by_autocast=False)
 
 
 #: origin kinds of half values an autocast-like region made (not a cast of a model or a tensor)
