@@ -5890,3 +5890,186 @@ def test_a_loss_module_on_logits_of_unknown_dtype_is_no_integer_tensor(tmp_path:
     values = one(tmp_path, code.replace("UNKNOWN_LOGITS", "load_logits()"), "# <-", "criterion(logits, labels)")
     assert values and all("int64" not in v for v in values), values
     assert any(v.startswith("tensor float16") for v in values), values
+
+
+_D2_HEADS = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from detectron2.modeling import META_ARCH_REGISTRY
+
+
+@META_ARCH_REGISTRY.register()
+class KeypointNet(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.proj = nn.Conv2d(3, 17, 1)
+
+    def forward(self, batched_inputs):
+        images = torch.stack([item["image"] for item in batched_inputs])
+        heat = self.proj(images).flatten(2)
+        spread = heat.abs().amax(dim=-1, keepdim=True)
+        score = heat / (spread + 1e-9)  # <- score
+        return {"loss": F.l1_loss(score, torch.zeros_like(score))}
+"""
+
+_D2_TRAIN = """
+from detectron2.engine import AMPTrainer, SimpleTrainer, create_ddp_model
+from detectron2.modeling import build_model
+import heads  # registers KeypointNet
+
+
+def run(cfg, loader, opt_builder):
+    net = create_ddp_model(build_model(cfg))
+    trainer_cls = AMPTrainer if cfg.SOLVER.AMP.ENABLED else SimpleTrainer
+    trainer = trainer_cls(net, loader, opt_builder(net){precision})
+    trainer.train(0, 100)
+"""
+
+
+def test_detectron2_amp_trainer_runs_the_registered_model_under_autocast(tmp_path: Path) -> None:
+    """detectron2's ``build_model(cfg)`` builds a class the project registered with
+    ``@META_ARCH_REGISTRY.register()``, and ``AMPTrainer(model, ...)`` runs its forward under CUDA
+    autocast to its ``precision`` (float16 unless given). Before, the library's builder gave an
+    unknown value and the model's forward ran only with unknown inputs: nothing was found."""
+    line = _line_of(_D2_HEADS, "# <- score")
+    files = {"heads.py": _D2_HEADS, "train.py": _D2_TRAIN.format(precision="")}
+    values = value_of(tmp_path, files, "heads.py", "# <- score", "spread")
+    assert any(v.startswith("tensor float16") for v in values), values
+    assert _codes_in_project(tmp_path, files, "AMP302") == [f"heads.py:{line}: AMP302"]
+    # bfloat16 represents 1e-9: nothing to report; SimpleTrainer alone runs in float32
+    files["train.py"] = _D2_TRAIN.format(precision=", precision=torch.bfloat16").replace(
+        "from detectron2.engine", "import torch\nfrom detectron2.engine")
+    values = value_of(tmp_path, files, "heads.py", "# <- score", "spread")
+    assert any(v.startswith("tensor bfloat16") for v in values), values
+    assert _codes_in_project(tmp_path, files, "AMP302") == []
+    files["train.py"] = _D2_TRAIN.format(precision="").replace("AMPTrainer if cfg.SOLVER.AMP.ENABLED else ", "")
+    assert _codes_in_project(tmp_path, files, "AMP302") == []
+
+
+def test_or_of_a_known_scalar_is_that_operand(tmp_path: Path) -> None:
+    """``hidden = hidden or width`` is ``hidden`` where it is a known truthy number and ``width``
+    where it is None: the operand Python returns, not the join of both. Before, a size passed as
+    ``int(dim * 8 / 3)`` through such a default became a number of no known value, and AMP402 missed
+    the misaligned layer."""
+    code = """
+    import torch
+    import torch.nn as nn
+
+    class GatedFFN(nn.Module):
+        def __init__(self, width, inner=None, outer=None):
+            super().__init__()
+            inner = inner or width
+            outer = outer or width
+            self.gate = nn.Linear(width, inner)  # <- gate
+            self.down = nn.Linear(inner, outer)
+
+        def forward(self, x):
+            return self.down(torch.sigmoid(self.gate(x)) * x)
+
+    ffn = GatedFFN(768, inner=int(768 * 8 / 3)).cuda().half()
+    ffn(torch.randn(4, 768, device="cuda", dtype=torch.float16))
+    """
+    assert one(tmp_path, code, "# <- gate", "inner") == ["scalar 2048"]
+    code = code.replace("int(768 * 8 / 3)", "int(1000 * 8 / 3)").replace("768", "1000")
+    assert one(tmp_path, code, "# <- gate", "inner") == ["scalar 2666"]
+    line = _line_of(code, "# <- gate")
+    found = [c for c in _codes(tmp_path, code) if c.endswith("AMP402")]
+    assert found == [f"{line}: AMP402", f"{line + 1}: AMP402"], found
+
+
+def test_a_field_set_to_a_constant_decides_its_branch(tmp_path: Path) -> None:
+    """``if self.upcast:`` where the object's run set ``self.upcast = True`` (in ``__init__``, or
+    to that constant wherever the class sets it): only that branch runs, so the float32 scores of ``q.float() @ k.float()`` reach the softmax (before, both branches
+    ran and the half scores of the other made a false AMP201). A field of no known value, or one a
+    method of the class sets to something else, still runs both."""
+    code = """
+    import torch
+    import torch.nn as nn
+
+    class Attention(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.qk = nn.Linear(dim, 2 * dim)
+            self.upcast = FLAG
+
+        def forward(self, x):
+            q, k = self.qk(x).chunk(2, dim=-1)
+            if self.upcast:
+                scores = q.float() @ k.float().transpose(-2, -1)
+            else:
+                scores = q @ k.transpose(-2, -1)
+            return scores.softmax(dim=-1).type_as(x)  # <- softmax
+
+    net = Attention(64).cuda().half()
+    net(torch.randn(2, 8, 64, device="cuda", dtype=torch.float16))
+    """
+    def softmax_findings(flag: str) -> List[str]:
+        return [c for c in _codes(tmp_path, code.replace("FLAG", flag)) if c.endswith("AMP201")]
+    line = _line_of(code, "# <- softmax")
+    assert softmax_findings("True") == []
+    assert softmax_findings("False") == [f"{line}: AMP201"]
+    assert softmax_findings("torch.cuda.is_available()") == [f"{line}: AMP201"]
+    # set in ``__init__`` from a parameter the call leaves at its default: that value
+    with_parameter = code.replace("def __init__(self, dim):", "def __init__(self, dim, upcast=True):")
+    assert [c for c in _codes(tmp_path, with_parameter.replace("FLAG", "upcast")) if c.endswith("AMP201")] == []
+    # a method that sets the field otherwise (one a library calls, which nothing here runs): undecided
+    code = code.replace("        def forward(self, x):",
+                        "        def __replicated__(self):\n            self.upcast = False\n\n        def forward(self, x):")
+    assert softmax_findings("True") == [f"{line + 3}: AMP201"]
+
+
+_PLUGIN_NET = """
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self, width=64):
+        super().__init__()
+        self.score = nn.Linear(width, NUM)
+
+    def forward(self, x):
+        return self.score(x).softmax(dim=-1)  # <- softmax
+"""
+
+_PLUGIN_APP = """
+import argparse
+import importlib
+import torch
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--arch")
+    parser.add_argument("--tiny", action="store_true")
+    args = parser.parse_args()
+    name = ARCH
+    Net = importlib.import_module(f"nets.{name}").Net
+    net = Net().cuda().half()
+    with torch.no_grad():
+        print(net(torch.randn(2, 64, device="cuda", dtype=torch.float16)))
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_class_of_a_module_imported_by_a_chosen_name(tmp_path: Path) -> None:
+    """``importlib.import_module(f"nets.{name}").Net``: where ``name`` is one of a few known strings
+    the f-string is each of its texts and the module each of those; where it is chosen at run time,
+    the module is any of the package's and ``.Net`` is any of their ``Net`` classes. Before, a union
+    of module names made the f-string unknown, and an attribute of a union of modules was unknown:
+    the model's class was lost."""
+    files = {"nets/__init__.py": "", "nets/small.py": _PLUGIN_NET.replace("NUM", "16"),
+             "nets/large.py": _PLUGIN_NET.replace("NUM", "1000"), "nets/wide.py": _PLUGIN_NET.replace("NUM", "32")}
+    for i in range(6):  # more modules than a union of values holds: a registry of them
+        files[f"nets/plain{i}.py"] = _PLUGIN_NET.replace("NUM", "64").replace(".softmax(dim=-1)", "")
+    line = _line_of(_PLUGIN_NET, "# <- softmax")
+    for arch in ('"small" if args.tiny else "large"', "args.arch"):
+        files["app.py"] = _PLUGIN_APP.replace("ARCH", arch)
+        values = value_of(tmp_path, files, "nets/large.py", "# <- softmax", "self.score(x).softmax(dim=-1)")
+        assert any(v.startswith("tensor float16") for v in values), (arch, values)
+        found = _codes_in_project(tmp_path, files, "AMP201")
+        expected = ["nets/large.py", "nets/small.py"] + (["nets/wide.py"] if arch == "args.arch" else [])
+        assert found == [f"{path}:{line}: AMP201" for path in expected], (arch, found)

@@ -84,6 +84,25 @@ CLI_RUNNERS: FrozenSet[str] = frozenset({
 MODEL_REGISTRATIONS: Dict[str, str] = {
     f"timm.models.{module}register_model": "timm" for module in ("", "registry.", "_registry.")
 }
+#: detectron2's class registries (``detectron2/utils/registry.py``, fvcore ``Registry``): a project
+#: registers its meta-architectures, backbones and heads with ``@META_ARCH_REGISTRY.register()``, and
+#: the library's builder builds the one the config names, ``REGISTRY.get(name)(cfg, ...)``
+#: (``detectron2/modeling/meta_arch/build.py`` ``build_model(cfg)``, ``backbone/build.py``
+#: ``build_backbone(cfg, input_shape=None)``, ``meta_arch/semantic_seg.py`` ``build_sem_seg_head``,
+#: ``roi_heads/roi_heads.py`` ``build_roi_heads``, ``proposal_generator/build.py``
+#: ``build_proposal_generator``). Keyed by the registry's and the builder's last name component, for a
+#: name imported from ``detectron2.modeling`` or any module below it.
+DETECTRON2_REGISTRIES: Dict[str, str] = {
+    "META_ARCH_REGISTRY": "detectron2.meta_arch", "BACKBONE_REGISTRY": "detectron2.backbone",
+    "SEM_SEG_HEADS_REGISTRY": "detectron2.sem_seg_head", "ROI_HEADS_REGISTRY": "detectron2.roi_heads",
+    "PROPOSAL_GENERATOR_REGISTRY": "detectron2.proposal_generator",
+}
+DETECTRON2_BUILDERS: Dict[str, str] = {
+    "build_model": "detectron2.meta_arch", "build_backbone": "detectron2.backbone",
+    "build_sem_seg_head": "detectron2.sem_seg_head", "build_roi_heads": "detectron2.roi_heads",
+    "build_proposal_generator": "detectron2.proposal_generator",
+}
+DETECTRON2_PACKAGE = "detectron2.modeling"
 #: The factories that build a registered model by name -> the registry they read. timm's
 #: ``create_model(model_name, pretrained=False, **kwargs)`` looks the name up and returns
 #: ``create_fn(pretrained=pretrained, **kwargs)`` (``timm/models/_factory.py``; ``factory.py`` before

@@ -313,8 +313,10 @@ MODULE_KINDS: Dict[str, str] = {
 #: (``apex/parallel/distributed.py``, ``apex/parallel/__init__.py``); timm's
 #: ``convert_splitbn_model(module, num_splits)`` returns the module with split BatchNorms
 #: (``timm/layers/split_batchnorm.py``, re-exported by ``timm.models`` in the releases its training
-#: script was copied from).
+#: script was copied from). detectron2's ``create_ddp_model(model, **kwargs)`` returns the model, in
+#: ``DistributedDataParallel`` where there is more than one process (``detectron2/engine/defaults.py``).
 MODULE_WRAPPERS = frozenset({
+    "detectron2.engine.create_ddp_model", "detectron2.engine.defaults.create_ddp_model",
     "apex.parallel.DistributedDataParallel", "apex.parallel.distributed.DistributedDataParallel",
     "apex.parallel.convert_syncbn_model", "timm.models.convert_splitbn_model", "timm.layers.convert_splitbn_model",
     "timm.models.layers.convert_splitbn_model", "timm.models.split_batchnorm.convert_splitbn_model",

@@ -189,6 +189,11 @@ FRAMEWORK_PRECISION: Dict[str, Tuple[str, Tuple[str, ...]]] = {
     "Seq2SeqTrainingArguments": ("hf_trainer", ("fp16", "bf16")),
     "SFTConfig": ("hf_trainer", ("fp16", "bf16")),
 }
+#: Trainers that run the model's forward under CUDA autocast each step, with a GradScaler:
+#: detectron2's ``AMPTrainer(model, data_loader, optimizer, ..., precision=torch.float16)``
+#: (``detectron2/engine/train_loop.py``: ``with autocast(dtype=self.precision): loss_dict =
+#: self.model(data)``). Its ``SimpleTrainer`` runs the model in float32.
+AUTOCAST_TRAINERS: FrozenSet[str] = frozenset({"detectron2.engine.AMPTrainer", "detectron2.engine.train_loop.AMPTrainer"})
 #: Lightning precisions that cast the model itself (``plugins/precision/half.py``, ``HalfPrecision``):
 #: name -> dtype. ``"16-mixed"``/``"bf16-mixed"`` run autocast over an fp32 model instead.
 FABRIC_TRUE_PRECISION: Dict[str, str] = {"16-true": "float16", "bf16-true": "bfloat16"}

@@ -45,7 +45,7 @@ from amp_lint.semantics.program import (
     ClassInfo, Closure, FunctionInfo, ModuleIndex, Namespace, SourceModule, walk_scope,
 )
 from amp_lint.semantics.values import (
-    BF16, BOOL, F16, F32, FLOATS, HALF, NONE, OPEN_KEYS, UNKNOWN, Builtin, ClassVal, Coll, DictVal, DType, Ext, FuncVal, Star,
+    BF16, BOOL, F16, F32, FLOATS, HALF, NONE, OPEN_KEYS, UNION_LIMIT, UNKNOWN, Builtin, ClassVal, Coll, DictVal, DType, Ext, FuncVal, Star,
     Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Union, Value, covers, element, join, options,
     carries_half, half_cast_keys, known_strings, registry_join, shape, union_of,
     made_under, text_or_default, with_cast_origin, with_condition, without_condition,
@@ -1019,6 +1019,9 @@ class Interpreter:
         if (isinstance(name, ast.Name) and name.id in frame.module.overridable
                 and (frame.info is None and frame.cls is None or name.id not in frame.env)):
             return None
+        if isinstance(name, ast.Attribute):
+            return value.value if _constant_field(name, frame) and isinstance(value, Scalar) \
+                and value.kind == "bool" and isinstance(value.value, bool) else None
         return _truth(test, value)
 
     def _condition_texts(self, test: ast.AST, module: SourceModule) -> Tuple[str, str]:
@@ -1312,7 +1315,27 @@ class Interpreter:
             if registry is not None:
                 by_file = self.library_models.setdefault(registry, {}).setdefault(node.name, {})  # type: ignore[attr-defined]
                 by_file[frame.module.relpath] = FuncVal(info, None, closure)
+        self._register_in_library(node, FuncVal(info, None, closure), frame)
         return True
+
+    def _register_in_library(self, node: ast.AST, value: Value, frame: Frame) -> None:
+        """``@META_ARCH_REGISTRY.register()`` (or ``.register("name")``) of detectron2 over a class
+        or a builder function: the library's builder (``build_model(cfg)``) may build it."""
+        for dec in getattr(node, "decorator_list", ()):
+            if not (isinstance(dec, ast.Call) and isinstance(dec.func, ast.Attribute) and dec.func.attr == "register"):
+                continue
+            holder = frame.record.values.get(id(dec.func.value))
+            for option in options(holder) if holder is not None else ():
+                if not (isinstance(option, Ext) and option.name.startswith(libraries.DETECTRON2_PACKAGE)):
+                    continue
+                registry = libraries.DETECTRON2_REGISTRIES.get(option.name.rsplit(".", 1)[-1])
+                if registry is None:
+                    continue
+                given = dec.args[0] if dec.args else None
+                name = given.value if isinstance(given, ast.Constant) and isinstance(given.value, str) \
+                    else getattr(node, "name", "")
+                by_file = self.library_models.setdefault(registry, {}).setdefault(name, {})
+                by_file[frame.module.relpath] = value
 
     def _parametrized(self, decorator: ast.AST, frame: Frame) -> Dict[str, Value]:
         """``@pytest.mark.parametrize("dtype, amp", [(torch.float16, True), pytest.param(...)])``:
@@ -1387,6 +1410,7 @@ class Interpreter:
             info.is_dataclass = True  # type: ignore[attr-defined]
         frame.env[node.name] = ClassVal(info)
         self._apply_user_decorators(decorators, ClassVal(info), node, frame)
+        self._register_in_library(node, ClassVal(info), frame)
         return True
 
     def is_module_class(self, info: ClassInfo) -> bool:
@@ -1790,14 +1814,24 @@ class Interpreter:
         out: Optional[Value] = None
         deciding = isinstance(node.op, ast.Or)
         decided: List[Optional[bool]] = []
-        decisive, bools = False, True
-        for operand in node.values:
+        decisive, bools, settled = False, True, False
+        for i, operand in enumerate(node.values):
             value = self.ev(operand, frame)
-            out = join(out, value)
             decided.append(self._decide(operand, value, frame))
             boolean = isinstance(value, Scalar) and value.kind == "bool"
             decisive = decisive or (decided[-1] is deciding and boolean)
             bools = bools and boolean
+            if settled:
+                continue
+            # ``hidden or dim``: a known scalar that decides the operation is its value; one that
+            # does not is skipped (``None or 4 * dim``); an operand not known may be the value. A
+            # field counts only where its class sets it to one constant (:func:`_constant_field`)
+            truth = _scalar_truth(value) if not isinstance(operand, ast.Attribute) \
+                or _constant_field(operand, frame) else None
+            if truth is deciding:
+                settled = True
+            if truth is None or truth is deciding or i == len(node.values) - 1:
+                out = join(out, value)
         if decisive or bools and all(d is (not deciding) for d in decided):
             return Scalar("bool", deciding if decisive else not deciding)
         return out if out is not None else UNKNOWN
@@ -1899,25 +1933,33 @@ class Interpreter:
         return DictVal(tuple(items))
 
     def _e_joinedstr(self, node: ast.JoinedStr, frame: Frame) -> Value:
-        """An f-string: its text where every part is known (``f"{root}/{name}.yaml"``)."""
-        text: Optional[str] = ""
+        """An f-string: its text where every part is known (``f"{root}/{name}.yaml"``), or each of
+        its few texts where a part is one of a few known strings (``f"models.{kind}"`` where
+        ``kind`` is ``"llama"`` or ``"mixtral"``)."""
+        texts: Optional[List[str]] = [""]
         defaulted = False  # a part is a run-time string's default (``f"{args.config}"``)
         for part in node.values:
             if isinstance(part, ast.FormattedValue):
                 value = self.ev(part.value, frame)
-                known = value.value if isinstance(value, Scalar) and value.kind in ("str", "int") else None
-                if known is None and isinstance(value, Scalar) and value.default is not None:
-                    known, defaulted = value.default, True
-                if known is None or part.format_spec is not None or part.conversion not in (-1, ord("s")) \
-                        or isinstance(known, bool):
-                    text = None
-                elif text is not None:
-                    text += str(known)
-            elif text is not None and isinstance(part, ast.Constant) and isinstance(part.value, str):
-                text += part.value
+                knowns: List[Any] = [o.value if isinstance(o, Scalar) and o.kind in ("str", "int") else None
+                                     for o in options(value)]
+                if len(knowns) == 1 and knowns[0] is None and isinstance(value, Scalar) and value.default is not None:
+                    knowns, defaulted = [value.default], True
+                if any(k is None or isinstance(k, bool) for k in knowns) or part.format_spec is not None \
+                        or part.conversion not in (-1, ord("s")):
+                    texts = None
+                elif texts is not None:
+                    texts = [t + str(k) for t in texts for k in dict.fromkeys(knowns)]
+                    if len(texts) > UNION_LIMIT:
+                        texts = None
+            elif texts is not None and isinstance(part, ast.Constant) and isinstance(part.value, str):
+                texts = [t + part.value for t in texts]
             else:
-                text = None
-        return Scalar("str", None, default=text) if defaulted else Scalar("str", text)
+                texts = None
+        if texts is None or len(texts) == 1:
+            text = texts[0] if texts else None
+            return Scalar("str", None, default=text) if defaulted else Scalar("str", text)
+        return union_of(Scalar("str", t) for t in texts)
 
     def _e_lambda(self, node: ast.Lambda, frame: Frame) -> Value:
         info = self.functions.get(id(node))
@@ -1997,6 +2039,13 @@ class Interpreter:
 
     # -- attributes ----------------------------------------------------------------------------------
     def getattr(self, receiver: Value, name: str, frame: Frame, node: Optional[ast.AST] = None) -> Value:
+        modules = options(receiver)
+        if len(modules) > 1 and all(isinstance(o, ModVal) for o in modules):
+            # one of the modules of a package imported by a name chosen at run time
+            # (``import_module(f"models.{args.model}").Transformer``): one of their classes, as a
+            # registry holds them; a module that lacks the name would raise
+            found = [v for v in (self.module_attr(o.info, name) for o in modules) if v is not UNKNOWN]  # type: ignore[union-attr]
+            return registry_join(found) if found else UNKNOWN
         out: Optional[Value] = None
         for option in options(receiver):
             out = join(out, self._getattr(option, name, frame, node))
@@ -3302,6 +3351,27 @@ def _truth(node: ast.AST, value: Value) -> Optional[bool]:
             return False
         if value.kind in ("bool", "int", "float") and isinstance(value.value, (bool, int, float)):
             return bool(value.value)
+    return None
+
+
+def _constant_field(node: ast.Attribute, frame: Frame) -> bool:
+    """``self.qk_float`` read in a method of a class that sets the field only in ``__init__`` or
+    only to one constant, in a file that stores it no other way (:attr:`SourceModule.settled_fields`):
+    the value the object's run holds is the field's. A field a method sets otherwise (one a library
+    calls, which the analysis does not run) is not known to hold it."""
+    cls = frame.info.cls if frame.info is not None else None
+    return isinstance(node.value, ast.Name) and node.value.id == "self" and cls is not None \
+        and (cls.node.name, node.attr) in frame.module.settled_fields
+
+
+def _scalar_truth(value: Value) -> Optional[bool]:
+    """The truth of a Python scalar whose value is known (``None``, ``0``, ``2730``, ``""``)."""
+    if not isinstance(value, Scalar) or value.finfo is not None:
+        return None
+    if value.kind == "none":
+        return False
+    if value.kind in ("int", "float", "bool", "str", "num") and isinstance(value.value, (bool, int, float, str)):
+        return bool(value.value)
     return None
 
 

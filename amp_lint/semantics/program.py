@@ -66,6 +66,54 @@ class SourceModule:
                    or isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)) for stmt in self.tree.body)
 
     @cached_property
+    def settled_fields(self) -> Set[Tuple[str, str]]:
+        """(class, attribute) of each field whose value an object holds from its construction on:
+        every ``self.<attribute> = ...`` in the class's body is in ``__init__`` or sets one constant
+        (``self.qk_float = True``). A field a method sets otherwise (``self._is_parallel = True`` in
+        a method a library calls), or that the file stores other than through ``self`` in a class
+        (``model.flag = ...``, ``setattr``, an unpacking or loop target), is left out."""
+        truths: Dict[Tuple[str, str], Optional[bool]] = {}
+        outside_init: Set[Tuple[str, str]] = set()
+        spoilt: Set[str] = set()
+
+        def stores(node: ast.AST) -> Iterator[Tuple[ast.Attribute, Optional[ast.AST]]]:
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    if isinstance(target, ast.Attribute):
+                        yield target, None if isinstance(node, ast.AugAssign) else node.value
+                    else:
+                        yield from ((sub, None) for sub in ast.walk(target) if isinstance(sub, ast.Attribute))
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.NamedExpr)):
+                yield from ((sub, None) for sub in ast.walk(node.target) if isinstance(sub, ast.Attribute))
+            elif isinstance(node, (ast.With, ast.AsyncWith)):
+                for item in node.items:
+                    if item.optional_vars is not None:
+                        yield from ((sub, None) for sub in ast.walk(item.optional_vars)
+                                    if isinstance(sub, ast.Attribute))
+
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.ClassDef):
+                for method in node.body:
+                    for sub in ast.walk(method):
+                        for target, value in stores(sub):
+                            if not (isinstance(target.value, ast.Name) and target.value.id == "self"):
+                                continue
+                            key = (node.name, target.attr)
+                            truth = bool(value.value) if isinstance(value, ast.Constant) else None
+                            truths[key] = truth if truths.get(key, truth) == truth else None
+                            if getattr(method, "name", None) != "__init__":
+                                outside_init.add(key)
+            for target, _ in stores(node):
+                if not (isinstance(target.value, ast.Name) and target.value.id == "self"):
+                    spoilt.add(target.attr)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" \
+                    and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant):
+                spoilt.add(str(node.args[1].value))
+        return {key for key, truth in truths.items()
+                if key[1] not in spoilt and (key not in outside_init or truth is not None)}
+
+    @cached_property
     def imported_names(self) -> Set[str]:
         """Every name its import statements mention (modules, their parts, imported names)."""
         found: Set[str] = set()

@@ -1162,6 +1162,10 @@ def call_ext(interp: "Interpreter", frame: "Frame", qualified: str, args: List[V
         built = build_registered(interp, frame, libraries.MODEL_FACTORIES[qualified], args, kwargs, node)
         if built is not None:
             return built
+    if qualified.startswith(libraries.DETECTRON2_PACKAGE) and short in libraries.DETECTRON2_BUILDERS:
+        built = build_from_config(interp, frame, libraries.DETECTRON2_BUILDERS[short], args, kwargs, node)
+        if built is not None:
+            return built
     library = libraries.FUNCTIONS.get(qualified)
     if library is not None:
         return library_call(interp, frame, library, args, kwargs, node)
@@ -1842,6 +1846,9 @@ def library_object(interp: "Interpreter", qualified: str, positional: List[Value
             return obj("trainer", precision=kwargs.get("precision") or UNKNOWN, name=Scalar("str", qualified),
                        strategy=kwargs.get("strategy") or Scalar("str", "auto"))
         return obj("framework_config", name=Scalar("str", qualified))
+    if qualified in trainingdata.AUTOCAST_TRAINERS and positional:
+        run_autocast_trainer(interp, frame, positional[0], kwargs.get("precision"), node)
+        return UNKNOWN
     if qualified in libraries.MODULES:
         return Module(Ext(qualified))
     if short in trainingdata.DATALOADERS:
@@ -2085,6 +2092,26 @@ def build_registered(interp: "Interpreter", frame: "Frame", registry: str, args:
     return out
 
 
+def build_from_config(interp: "Interpreter", frame: "Frame", registry: str, args: List[Value],
+                      kwargs: Dict[str, Value], node: Optional[ast.AST]) -> Optional[Value]:
+    """detectron2's ``build_model(cfg)``: the class (or builder) the config names among those the
+    project registered with ``registry``, called with the builder's arguments. The config's choice is
+    not known here, so it is any of them (the files the program imports first). None where the
+    project registered nothing there: one of the library's own classes."""
+    registered = interp.library_models.get(registry)
+    if not registered:
+        return None
+    program = interp.imported_by(frame.stack[0].path if frame.stack else frame.module.relpath)
+    mine = [builder for by_file in registered.values() for path, builder in by_file.items() if path in program]
+    builders = mine or [builder for by_file in registered.values() for builder in by_file.values()]
+    if len(builders) > REGISTRY_UNION_LIMIT:
+        return None
+    out: Optional[Value] = None
+    for builder in builders:
+        out = join(out, interp.call(builder, list(args), dict(kwargs), frame, node))
+    return out
+
+
 def _call_each(interp: "Interpreter", frame: "Frame", fn: Value, args: List[Value], site: Optional[ast.AST]) -> Value:
     """``fn(*args)`` for each callable ``fn`` may be."""
     out: Optional[Value] = None
@@ -2292,6 +2319,24 @@ def run_lightning_loop(interp: "Interpreter", frame: "Frame", trainer: Obj, hook
                 method = interp.getattr(option, hook, frame)
                 interp.run_in_state(frame, state, origin, lambda method=method: interp.call(
                     method, [UNKNOWN, Scalar("int")], {}, frame, node))
+
+
+def run_autocast_trainer(interp: "Interpreter", frame: "Frame", model: Value, precision: Optional[Value],
+                         node: Optional[ast.AST]) -> None:
+    """detectron2's ``AMPTrainer(model, ...)``: each step runs ``model(data)`` under CUDA autocast to
+    its ``precision`` (float16 unless given), on batches it loads. A precision given but not known
+    here runs nothing: the model is left to the analysis of code nobody calls."""
+    dtypes = F16 if precision is None else 0
+    for option in options(precision) if precision is not None else ():
+        dtypes |= option.dtypes & HALF if isinstance(option, DType) and not option.unknown else 0
+    origin = _origin(frame, node, "autocast")
+    for dtype in (F16, BF16):
+        if not dtypes & dtype:
+            continue
+        for option in options(model):
+            if isinstance(option, Module) and isinstance(option.cls, ClassVal):
+                interp.run_in_state(frame, ("cuda", dtype), origin, lambda option=option: interp.call(
+                    option, [UNKNOWN], {}, frame, node))
 
 
 def _not_deepspeed(strategy: Value) -> bool:
