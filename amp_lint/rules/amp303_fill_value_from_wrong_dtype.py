@@ -31,7 +31,9 @@ class FillValueFromWrongDtype(Rule):
     Finds `torch.finfo(<other tensor>.dtype).min` / `torch.finfo(torch.float32).min` (or `.max`)
     used to fill a tensor that is float16/bfloat16 in its context: `masked_fill`, `fill_`,
     `new_full`, `full`, `torch.where`, `clamp`. The classic case is a mask built from the fp32 module
-    input `x` while `scores = q @ k.T` is float16 under autocast.
+    input `x` while `scores = q @ k.T` is float16 under autocast. A finfo that may be of the filled
+    tensor's own dtype is no evidence (`dtype = x.dtype` where `x` is float16 or float32, used for
+    the finfo and to make the mask): only a half dtype the finfo cannot be of is reported.
 
     ## Why is this bad?
     float32's extreme (-3.4e38) does not fit float16 (max 65504) nor even bfloat16 (max 3.39e38):
@@ -81,6 +83,21 @@ class FillValueFromWrongDtype(Rule):
         x = torch.randn(4, 4)
         scores = x @ x.T
         scores = scores.masked_fill(scores > 0, torch.finfo(x.dtype).min)
+        """),
+        Valid("""
+        # a finfo of whichever dtype the input has, filling a mask made in that same dtype and
+        # edited since: which of the two dtypes each is, is not known apart, so nothing is reported
+        import sys
+        import torch
+        hidden = torch.randn(2, 6, 8)
+        if "--half" in sys.argv:
+            hidden = hidden.half()
+        dtype = hidden.dtype
+        lowest = torch.finfo(dtype).min
+        causal = torch.full((6, 6), lowest, dtype=dtype).triu(diagonal=1)
+        causal = causal[None].expand(2, -1, -1).clone()
+        pad = torch.zeros(2, 1, 6, dtype=torch.bool)
+        causal[:, :, :4] = causal[:, :, :4].masked_fill(pad[:, :, :4], lowest)
         """),
         Valid("""
         import torch
@@ -157,7 +174,9 @@ class FillValueFromWrongDtype(Rule):
                 if _finfo_of_filled(site) or self._made_in_finfo_dtype(site):
                     continue  # finfo(t.dtype) filling t: right by construction, whatever t's dtypes
                 source, which = value.finfo
-                pairs = [(s_bit, d_bit) for s_bit in bits(source) for d_bit in bits(tensor.dtypes & (F16 | BF16))]
+                # a finfo of one of several dtypes, the filled tensor's among them, may be its own
+                # (``dtype = x.dtype`` made both): only a half dtype the finfo cannot be of is evidence
+                pairs = [(s_bit, d_bit) for s_bit in bits(source) for d_bit in bits(tensor.dtypes & (F16 | BF16) & ~source)]
                 bad = [p for p in pairs if p in _OVERFLOWS]
                 if not bad:
                     continue
