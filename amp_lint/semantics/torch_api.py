@@ -2075,12 +2075,7 @@ def build_registered(interp: "Interpreter", frame: "Frame", registry: str, args:
     names = known_strings(name)
     if names and any(n not in registered for n in names):
         return None
-    # only what the files the program imports register (the program: the file whose run this is),
-    # where they register any of the names asked for: two scripts' model files may register one name
-    program = interp.imported_by(frame.stack[0].path if frame.stack else frame.module.relpath)
-    asked = [registered[n] for n in names] if names else list(registered.values())
-    mine = [builder for by_file in asked for path, builder in by_file.items() if path in program]
-    builders = mine or [builder for by_file in asked for builder in by_file.values()]
+    builders = _program_builders(interp, frame, [registered[n] for n in names] if names else list(registered.values()))
     if len(builders) > REGISTRY_UNION_LIMIT:
         return None
     passed = {k: v for k, v in kwargs.items() if k not in libraries.MODEL_FACTORY_KEYWORDS}
@@ -2101,15 +2096,22 @@ def build_from_config(interp: "Interpreter", frame: "Frame", registry: str, args
     registered = interp.library_models.get(registry)
     if not registered:
         return None
-    program = interp.imported_by(frame.stack[0].path if frame.stack else frame.module.relpath)
-    mine = [builder for by_file in registered.values() for path, builder in by_file.items() if path in program]
-    builders = mine or [builder for by_file in registered.values() for builder in by_file.values()]
+    builders = _program_builders(interp, frame, list(registered.values()))
     if len(builders) > REGISTRY_UNION_LIMIT:
         return None
     out: Optional[Value] = None
     for builder in builders:
         out = join(out, interp.call(builder, list(args), dict(kwargs), frame, node))
     return out
+
+
+def _program_builders(interp: "Interpreter", frame: "Frame", asked: List[Dict[str, Value]]) -> List[Value]:
+    """Of the builders registered under the names asked for (each: file -> builder), those the files
+    the program imports register (the program: the file whose run this is), where they register
+    any: two scripts' model files may register one name. Else all of them."""
+    program = interp.imported_by(frame.stack[0].path if frame.stack else frame.module.relpath)
+    mine = [builder for by_file in asked for path, builder in by_file.items() if path in program]
+    return mine or [builder for by_file in asked for builder in by_file.values()]
 
 
 def _call_each(interp: "Interpreter", frame: "Frame", fn: Value, args: List[Value], site: Optional[ast.AST]) -> Value:
