@@ -5945,6 +5945,9 @@ def test_detectron2_amp_trainer_runs_the_registered_model_under_autocast(tmp_pat
     assert _codes_in_project(tmp_path, files, "AMP302") == []
     files["train.py"] = _D2_TRAIN.format(precision="").replace("AMPTrainer if cfg.SOLVER.AMP.ENABLED else ", "")
     assert _codes_in_project(tmp_path, files, "AMP302") == []
+    # the model passed by keyword
+    files["train.py"] = _D2_TRAIN.format(precision="").replace("trainer_cls(net, loader,", "trainer_cls(model=net, data_loader=loader, optimizer=")
+    assert _codes_in_project(tmp_path, files, "AMP302") == [f"heads.py:{line}: AMP302"]
 
 
 def test_or_of_a_known_scalar_is_that_operand(tmp_path: Path) -> None:
@@ -6010,6 +6013,12 @@ def test_a_field_set_to_a_constant_decides_its_branch(tmp_path: Path) -> None:
     assert softmax_findings("True") == []
     assert softmax_findings("False") == [f"{line}: AMP201"]
     assert softmax_findings("torch.cuda.is_available()") == [f"{line}: AMP201"]
+    # a test of another object's attribute is decided as before (``typing.TYPE_CHECKING`` is False)
+    guarded = code.replace("        if self.upcast:", "        if typing.TYPE_CHECKING:").replace(
+        "    import torch\n", "    import typing\n    import torch\n", 1).replace(
+        "q.float() @ k.float().transpose(-2, -1)", "SWAP").replace(
+        "q @ k.transpose(-2, -1)", "q.float() @ k.float().transpose(-2, -1)").replace("SWAP", "q @ k.transpose(-2, -1)")
+    assert [c for c in _codes(tmp_path, guarded.replace("FLAG", "True")) if c.endswith("AMP201")] == []
     # set in ``__init__`` from a parameter the call leaves at its default: that value
     with_parameter = code.replace("def __init__(self, dim):", "def __init__(self, dim, upcast=True):")
     assert [c for c in _codes(tmp_path, with_parameter.replace("FLAG", "upcast")) if c.endswith("AMP201")] == []

@@ -1019,7 +1019,7 @@ class Interpreter:
         if (isinstance(name, ast.Name) and name.id in frame.module.overridable
                 and (frame.info is None and frame.cls is None or name.id not in frame.env)):
             return None
-        if isinstance(name, ast.Attribute):
+        if isinstance(name, ast.Attribute) and isinstance(name.value, ast.Name) and name.value.id == "self":
             return value.value if _constant_field(name, frame) and isinstance(value, Scalar) \
                 and value.kind == "bool" and isinstance(value.value, bool) else None
         return _truth(test, value)

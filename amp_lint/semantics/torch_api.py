@@ -1846,8 +1846,8 @@ def library_object(interp: "Interpreter", qualified: str, positional: List[Value
             return obj("trainer", precision=kwargs.get("precision") or UNKNOWN, name=Scalar("str", qualified),
                        strategy=kwargs.get("strategy") or Scalar("str", "auto"))
         return obj("framework_config", name=Scalar("str", qualified))
-    if qualified in trainingdata.AUTOCAST_TRAINERS and positional:
-        run_autocast_trainer(interp, frame, positional[0], kwargs.get("precision"), node)
+    if qualified in trainingdata.AUTOCAST_TRAINERS and (positional or "model" in kwargs):
+        run_autocast_trainer(interp, frame, kwargs.get("model") or positional[0], kwargs.get("precision"), node)
         return UNKNOWN
     if qualified in libraries.MODULES:
         return Module(Ext(qualified))
