@@ -6082,3 +6082,120 @@ def test_a_class_of_a_module_imported_by_a_chosen_name(tmp_path: Path) -> None:
         found = _codes_in_project(tmp_path, files, "AMP201")
         expected = ["nets/large.py", "nets/small.py"] + (["nets/wide.py"] if arch == "args.arch" else [])
         assert found == [f"{path}:{line}: AMP201" for path in expected], (arch, found)
+
+
+_TIMM_BUILT = """
+import torch
+import torch.nn as nn
+from timm.models import build_model_with_cfg, register_model
+
+
+class Mixer(nn.Module):
+    def __init__(self, width=64, classes=10, **kwargs):
+        super().__init__()
+        self.proj = nn.Linear(width, width)
+        self.head = nn.Linear(width, classes)
+
+    def forward(self, x):
+        gates = self.proj(x).softmax(dim=-1)  # <- gates
+        return self.head(x * gates)
+
+
+@register_model
+def mixer_small(pretrained=False, **kwargs):
+    return build_model_with_cfg(Mixer, "mixer_small", pretrained, pretrained_filter_fn=None, width=96, **kwargs)
+"""
+
+_TIMM_TRAIN = """
+import argparse
+import torch
+from apex import amp
+from timm.models import create_model
+import zoo
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--model", default="resnet50")
+args = parser.parse_args()
+model = create_model(args.model, num_classes=10).cuda()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+model, optimizer = amp.initialize(model, optimizer, opt_level="O1")
+for x, y in [(torch.randn(8, 96).cuda(), torch.randint(0, 10, (8,)).cuda())]:
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    with amp.scale_loss(loss, optimizer) as scaled:
+        scaled.backward()
+    optimizer.step()
+"""
+
+
+def test_timm_build_model_with_cfg_builds_the_class_it_is_given(tmp_path: Path) -> None:
+    """timm's ``build_model_with_cfg(cls, variant, pretrained, ..., **kwargs)`` is ``cls(**kwargs)``
+    without the keywords it keeps for loading weights. Before, the helper's result was unknown, so a
+    model a project registers through it (``create_model(args.model)``) ran no forward, and the
+    Tensor ``softmax`` apex O1 leaves in float16 was missed."""
+    files = {"zoo.py": _TIMM_BUILT, "train.py": _TIMM_TRAIN}
+    line = _line_of(_TIMM_BUILT, "# <- gates")
+    values = value_of(tmp_path, files, "zoo.py", "# <- gates", "gates")
+    assert any(v.startswith("tensor float16") for v in values), values
+    assert _codes_in_project(tmp_path, files, "AMP201") == [f"zoo.py:{line}: AMP201"]
+    # the functional softmax apex O1 patched to float32: nothing to report
+    files["zoo.py"] = _TIMM_BUILT.replace("self.proj(x).softmax(dim=-1)", "torch.nn.functional.softmax(self.proj(x), dim=-1)")
+    assert _codes_in_project(tmp_path, files, "AMP201") == []
+
+
+def test_a_join_of_equal_unions_keeps_the_half_evidence_of_both(tmp_path: Path) -> None:
+    """An output that is float16 under apex O1 on one path and under native autocast on another,
+    joined after ``with amp_autocast():`` (``suppress`` or ``autocast``), keeps both reasons it is
+    half. The two sides were equal as values (a tensor or a tuple of tensors), so the join kept
+    the first side's evidence only; the apex path's loss is patched to float32 and the native
+    path's loss, computed outside autocast, was missed."""
+    code = """
+    import argparse
+    from contextlib import suppress
+    import torch
+    import torch.nn as nn
+    from apex import amp
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--amp-impl", default="native")
+    args = parser.parse_args()
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Linear(32, 32)
+            self.head = nn.Linear(32, 10)
+
+        def forward(self, x):
+            h = self.body(x)
+            return self.head(h), h
+
+    model = Net().cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    amp_autocast = suppress
+    if args.amp_impl == "apex":
+        model, optimizer = amp.initialize(model, optimizer, opt_level="O1")
+    elif args.amp_impl == "native":
+        amp_autocast = torch.cuda.amp.autocast
+
+    def evaluate(model, batches, criterion, amp_autocast=suppress):
+        for x, y in batches:
+            with amp_autocast():
+                out = model(x)
+            if isinstance(out, tuple):
+                out = out[0]
+            loss = criterion(out, y)  # <- loss
+            print(loss.item())
+
+    evaluate(model, [(torch.randn(4, 32).cuda(), torch.randint(0, 10, (4,)).cuda())], nn.CrossEntropyLoss(),
+             amp_autocast=amp_autocast)
+    """
+    line = _line_of(code, "# <- loss")
+    assert _codes_in_project(tmp_path, {"train.py": code}, "AMP202") == [f"train.py:{line}: AMP202"]
+    # the loss inside the autocast block: float32 on both paths
+    inside = code.replace("""                out = model(x)
+            if isinstance(out, tuple):
+                out = out[0]
+            loss = criterion(out, y)  # <- loss""", """                out = model(x)
+                loss = criterion(out[0], y)""")
+    assert inside != code
+    assert _codes_in_project(tmp_path, {"train.py": inside}, "AMP202") == []

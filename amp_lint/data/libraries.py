@@ -115,6 +115,21 @@ MODEL_FACTORIES: Dict[str, str] = {
 MODEL_FACTORY_KEYWORDS: FrozenSet[str] = frozenset({
     "model_name", "checkpoint_path", "scriptable", "exportable", "no_jit", "cache_dir",
 })
+#: Library helpers that build a model class the caller passes: timm's
+#: ``build_model_with_cfg(model_cls, variant, pretrained, ..., **kwargs)`` returns
+#: ``model_cls(**kwargs)`` (``model_cls(cfg=model_cfg, **kwargs)`` where ``model_cfg`` is given),
+#: after taking out the keywords it keeps for loading weights and feature extraction
+#: (``timm/models/_builder.py``; ``helpers.py`` before 0.9). The positional arguments after the
+#: class (variant, pretrained, the pretrained config) are never the model's.
+MODEL_CLASS_BUILDERS: FrozenSet[str] = frozenset(
+    f"timm.models.{module}build_model_with_cfg" for module in ("", "helpers.", "_builder.")
+)
+#: keywords :data:`MODEL_CLASS_BUILDERS` keep for themselves
+MODEL_CLASS_BUILDER_KEYWORDS: FrozenSet[str] = frozenset({
+    "variant", "pretrained", "default_cfg", "pretrained_cfg", "pretrained_cfg_overlay", "model_cfg",
+    "feature_cfg", "pretrained_strict", "pretrained_filter_fn", "pretrained_custom_load", "kwargs_filter",
+    "features_only", "feature_cls",
+})
 #: Hugging Face model classes whose checkpoints are stored in half precision, by the end of the
 #: class name: ``from_pretrained(name, torch_dtype="auto")`` loads the dtype the checkpoint's
 #: ``config.json`` records (transformers ``modeling_utils.py``, ``PreTrainedModel.from_pretrained``:

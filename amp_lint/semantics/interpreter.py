@@ -3668,7 +3668,7 @@ def _use_key(module: Module, origin: Origin) -> Tuple:
 
 
 #: the kinds of value whose equal members may still name different half casts (evidence)
-_NAMING_CASTS = (Module, Union, Tensor)
+_NAMING_CASTS = (Module, Union, Tensor, Seq)
 
 
 def join_envs(a: Optional[Dict[str, Value]], b: Optional[Dict[str, Value]],

@@ -1166,6 +1166,12 @@ def call_ext(interp: "Interpreter", frame: "Frame", qualified: str, args: List[V
         built = build_from_config(interp, frame, libraries.DETECTRON2_BUILDERS[short], args, kwargs, node)
         if built is not None:
             return built
+    if qualified in libraries.MODEL_CLASS_BUILDERS and positional and len(positional) == len(args):
+        passed = {k: v for k, v in kwargs.items() if k not in libraries.MODEL_CLASS_BUILDER_KEYWORDS}
+        config = kwargs.get("model_cfg")
+        if config is not None and config is not NONE:
+            passed["cfg"] = config
+        return interp.call(positional[0], [], passed, frame, node)
     library = libraries.FUNCTIONS.get(qualified)
     if library is not None:
         return library_call(interp, frame, library, args, kwargs, node)

@@ -578,7 +578,9 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
             return _join_same(a, b) if _cast_keys(b) - _cast_keys(a) else a  # type: ignore[arg-type]
         if type(a) is Tensor:
             return _join_same(a, b) if _half_origin_keys(b) - _half_origin_keys(a) else a  # type: ignore[arg-type]
-        if type(a) is Union and _cast_keys(b) - _cast_keys(a):
+        if type(a) in (Union, Seq) and _nested_half_keys(b) - _nested_half_keys(a):
+            if type(a) is Seq:  # a model's ``(logits, hidden)`` made half at two places
+                return _join_same(a, b) or a
             return _union(options(a) + options(b), a.wide or b.wide)  # type: ignore[union-attr]
         return a
     wide = isinstance(a, Union) and a.wide or isinstance(b, Union) and b.wide
@@ -643,6 +645,17 @@ def _half_origin_keys(tensor: "Tensor") -> Set[Tuple[str, int, int, int, int]]:
 def _cast_keys(value: Value) -> Set[Tuple[str, int, int, int, int]]:
     """The places of the half casts of the modules ``value`` may be."""
     return {o.key for m in options(value) if type(m) is Module for o in module_casts(m)}  # type: ignore[arg-type]
+
+
+def _nested_half_keys(value: Value, depth: int = 2) -> Set[Tuple[str, int, int, int, int]]:
+    """:func:`half_cast_keys` of ``value`` and of the items of the tuples it may be (``depth`` deep)."""
+    keys = half_cast_keys(value)
+    if depth:
+        for option in options(value):
+            if type(option) is Seq:
+                for item in option.items:  # type: ignore[attr-defined]
+                    keys |= _nested_half_keys(item, depth - 1)
+    return keys
 
 
 def half_cast_keys(value: Optional[Value]) -> Set[Tuple[str, int, int, int, int]]:
