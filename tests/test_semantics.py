@@ -6199,3 +6199,99 @@ def test_a_join_of_equal_unions_keeps_the_half_evidence_of_both(tmp_path: Path) 
                 loss = criterion(out[0], y)""")
     assert inside != code
     assert _codes_in_project(tmp_path, {"train.py": inside}, "AMP202") == []
+
+
+def test_a_feature_test_of_native_autocast_holds(tmp_path: Path) -> None:
+    """``if getattr(torch.cuda.amp, "autocast") is not None: has_native_amp = True`` in a ``try``
+    whose handler catches ``AttributeError``: the torch this tool describes has native autocast, so
+    the flag is True and a script that prefers native AMP never reaches its apex branch. Before,
+    the handler's path kept the flag unknown, and a Tensor ``softmax`` apex O1 would have left in
+    float16 was reported for a run that never initialises apex."""
+    code = """
+    import torch
+    import torch.nn as nn
+    try:
+        from apex import amp
+        has_apex = True
+    except ImportError:
+        has_apex = False
+
+    has_native_amp = False
+    try:
+        if getattr(torch.cuda.amp, "autocast") is not None:
+            has_native_amp = True
+    except AttributeError:
+        pass
+
+    class Pool(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.score = nn.Linear(16, 16)
+
+        def forward(self, x):
+            return x * self.score(x).softmax(-1)  # <- weights
+
+    model = Pool().cuda()
+    optimizer = torch.optim.AdamW(model.parameters())
+    use_amp = None
+    if has_native_amp:
+        use_amp = "native"
+    elif has_apex:
+        use_amp = "apex"
+    if use_amp == "apex":
+        model, optimizer = amp.initialize(model, optimizer, opt_level="O1")
+    scaler = torch.cuda.amp.GradScaler(enabled=use_amp == "native")
+    for x in [torch.randn(4, 16).cuda()]:
+        with torch.cuda.amp.autocast(enabled=use_amp == "native"):
+            loss = model(x).sum()
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+    """
+    line = _line_of(code, "# <- weights")
+    assert _codes_in_project(tmp_path, {"train.py": code}, "AMP201") == []
+    # a feature test that can fail (an attribute torch does not have) keeps both paths
+    other = code.replace('getattr(torch.cuda.amp, "autocast")', 'getattr(torch.cuda.amp, "fast_autocast")')
+    assert _codes_in_project(tmp_path, {"train.py": other}, "AMP201") == [f"train.py:{line}: AMP201"]
+
+
+def test_a_deepspeed_config_a_builder_may_return(tmp_path: Path) -> None:
+    """``build_ds_config(cfg)`` that returns a dict enabling fp16, or gives up (``return
+    NotImplemented``) for an optimizer it does not know: DeepSpeed may run with that dict, which
+    casts the model to float16. Before, a config of several possible values counted as none."""
+    code = """
+    import sys
+    import deepspeed
+    import torch
+    import torch.nn as nn
+
+    def build_ds_config(opt_name, lr):
+        if opt_name != "adamw":
+            return NotImplemented
+        return {"train_micro_batch_size_per_gpu": 8,
+                "optimizer": {"type": "AdamW", "params": {"lr": lr}},
+                "fp16": {"enabled": True, "loss_scale": 0}}
+
+    class TinyLM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(1000, 64)
+            self.out = nn.Linear(64, 1000)
+
+        def forward(self, tokens):
+            return self.out(torch.tanh(self.embed(tokens)))
+
+    net = TinyLM()
+    engine, optimizer, _, _ = deepspeed.initialize(model=net, model_parameters=net.parameters(),
+                                                   config=build_ds_config(sys.argv[1], 1e-3))
+    for x, y in [(torch.randint(0, 1000, (8,)).cuda(), torch.randint(0, 1000, (8,)).cuda())]:
+        loss = nn.functional.cross_entropy(engine(x), y)  # <- loss
+        engine.backward(loss)
+        engine.step()
+    """
+    line = _line_of(code, "# <- loss")
+    assert _codes_in_project(tmp_path, {"train.py": code}, "AMP202") == [f"train.py:{line}: AMP202"]
+    # the same builder giving a config that enables no half precision, with float32 inputs
+    fp32 = code.replace('"fp16": {"enabled": True, "loss_scale": 0}', '"fp16": {"enabled": False}')
+    assert fp32 != code
+    assert _codes_in_project(tmp_path, {"train.py": fp32}, "AMP202") == []

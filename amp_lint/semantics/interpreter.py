@@ -1223,6 +1223,8 @@ class Interpreter:
         out = env_body
         any_alive = alive
         for handler in node.handlers:  # type: ignore[attr-defined]
+            if alive and self._feature_test_of_torch(node.body, handler, frame):  # type: ignore[attr-defined]
+                continue
             frame.env = join_envs(before, env_body, None) or dict(before)
             frame.env = dict(frame.env)
             if handler.type is not None:
@@ -1236,6 +1238,22 @@ class Interpreter:
         if node.finalbody:  # type: ignore[attr-defined]
             self.exec_block(node.finalbody, frame)  # type: ignore[attr-defined]
         return any_alive
+
+    def _feature_test_of_torch(self, body: Sequence[ast.stmt], handler: ast.AST, frame: Frame) -> bool:
+        """``try: if getattr(torch.cuda.amp, "autocast") is not None: has_native_amp = True`` /
+        ``except AttributeError:``: the handler of a feature test whose only calls are ``getattr`` of
+        the autocasts and gradient scalers the torch this tool describes has, which cannot raise."""
+        kind = handler.type  # type: ignore[attr-defined]
+        if not (isinstance(kind, ast.Name) and kind.id == "AttributeError"):
+            return False
+        calls = [n for stmt in body for n in ast.walk(stmt) if isinstance(n, ast.Call)]
+        for call in calls:
+            if not (isinstance(call.func, ast.Name) and call.func.id == "getattr" and len(call.args) == 2):
+                return False
+            found = frame.record.values.get(id(call))
+            if found is None or not _torch_feature(found):
+                return False
+        return bool(calls)
 
     def _s_with(self, node: ast.AST, frame: Frame) -> bool:
         states: List[Tuple[State, Optional[Origin]]] = [(frame.state, frame.autocast_origin)]
@@ -3375,6 +3393,12 @@ def _scalar_truth(value: Value) -> Optional[bool]:
     return None
 
 
+def _torch_feature(value: Value) -> bool:
+    """An autocast or gradient scaler of torch (``getattr(torch.cuda.amp, "autocast")``): a class or
+    function the torch this tool describes has, never None."""
+    return isinstance(value, Ext) and (value.name in trainingdata.AUTOCASTS or value.name in trainingdata.GRAD_SCALERS)
+
+
 def none_test(op: ast.cmpop, value: Value) -> Optional[bool]:
     """The outcome of ``x is None`` (``is not None``) when ``x`` is known: None (a default the
     caller did not pass), or a tensor, module or function on every path. The caller leaves a
@@ -3382,7 +3406,8 @@ def none_test(op: ast.cmpop, value: Value) -> Optional[bool]:
     sets it through ``global``)."""
     if value == NONE:
         outcome: Optional[bool] = True
-    elif all(isinstance(option, (Tensor, Module, FuncVal, ClassVal)) for option in options(value)):
+    elif all(isinstance(option, (Tensor, Module, FuncVal, ClassVal)) or _torch_feature(option)
+             for option in options(value)):
         outcome = False
     else:
         return None
