@@ -6295,3 +6295,149 @@ def test_a_deepspeed_config_a_builder_may_return(tmp_path: Path) -> None:
     fp32 = code.replace('"fp16": {"enabled": True, "loss_scale": 0}', '"fp16": {"enabled": False}')
     assert fp32 != code
     assert _codes_in_project(tmp_path, {"train.py": fp32}, "AMP202") == []
+
+
+_FVCORE_MODELS = """
+import torch
+import torch.nn as nn
+from fvcore.common.registry import Registry
+
+ARCH_REGISTRY = Registry("ARCH")
+
+
+@ARCH_REGISTRY.register()
+class ClipAttention(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.qk = nn.Linear(64, 128)
+
+    def forward(self, x):
+        q, k = self.qk(x).chunk(2, dim=-1)
+        with torch.cuda.amp.autocast(enabled=False):
+            return (q @ k.transpose(-2, -1)).softmax(dim=-1)  # <- scores
+{others}
+
+def build_model(cfg):
+    return ARCH_REGISTRY.get(cfg.MODEL.NAME)(cfg).cuda()
+"""
+
+_FVCORE_OTHER = """
+
+@ARCH_REGISTRY.register()
+class Plain{n}(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.fc = nn.Linear(64, 64)
+
+    def forward(self, x):
+        return self.fc(x)
+"""
+
+_FVCORE_TRAIN = """
+import torch
+from models import build_model
+from config import get_cfg
+
+cfg = get_cfg()
+model = build_model(cfg)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+scaler = torch.cuda.amp.GradScaler()
+for x in [torch.randn(8, 16, 64).cuda()]:
+    with torch.cuda.amp.autocast():
+        loss = model(x).mean()
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+"""
+
+
+def test_a_project_fvcore_registry_builds_what_it_registered(tmp_path: Path) -> None:
+    """A project's own fvcore ``Registry``: ``@ARCH_REGISTRY.register()`` stores a class and
+    ``ARCH_REGISTRY.get(cfg.MODEL.NAME)(cfg)`` builds it (any of them, the name being the config's),
+    however many there are. Before, ``get`` gave an unknown value, so the model the training loop
+    runs under autocast was never reached, and the float16 scores fed into a region where autocast
+    is off were missed. More than twelve models built at one place were also dropped as unknown."""
+    line = _line_of(_FVCORE_MODELS, "# <- scores")
+    config = "def get_cfg():\n    return load_yaml_somehow()\n"
+    for count in (1, 14):
+        others = "".join(_FVCORE_OTHER.format(n=n) for n in range(count))
+        files = {"models.py": _FVCORE_MODELS.format(others=others), "train.py": _FVCORE_TRAIN, "config.py": config}
+        assert _codes_in_project(tmp_path, files, "AMP201") == [f"models.py:{line}: AMP201"], count
+    # the scores cast to float32 in the region: nothing to report
+    files["models.py"] = files["models.py"].replace("(q @ k.transpose(-2, -1))", "(q.float() @ k.float().transpose(-2, -1))")
+    assert _codes_in_project(tmp_path, files, "AMP201") == []
+
+
+def test_an_accelerate_config_that_names_a_deepspeed_config_file(tmp_path: Path) -> None:
+    """An accelerate config running DeepSpeed with its precision in the DeepSpeed config file it
+    names (``deepspeed_config: {deepspeed_config_file: ...}``, no ``mixed_precision``): the model
+    the launched ``Accelerator`` prepares is DeepSpeed's float16 model where that file enables fp16,
+    the path being relative to the folder the run starts from. Before, only ``mixed_precision`` was
+    read, so the loss on the float16 logits was missed."""
+    launch = """
+        compute_environment: LOCAL_MACHINE
+        deepspeed_config:
+          deepspeed_config_file: configs/accelerate/deepspeed/ds_zero2.json
+          zero3_init_flag: false
+        distributed_type: DEEPSPEED
+        num_processes: 4
+        """
+    deepspeed = '{"fp16": {"enabled": ENABLED}, "zero_optimization": {"stage": 2}, "train_batch_size": "auto"}'
+    train = """
+        import torch
+        from accelerate import Accelerator
+        from torch import nn
+        accelerator = Accelerator(gradient_accumulation_steps=2)
+        model = nn.Sequential(nn.Embedding(512, 64), nn.Linear(64, 512))
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        model, optimizer = accelerator.prepare(model, optimizer)
+        for ids in []:
+            scores = model(ids)
+            loss = nn.functional.cross_entropy(scores.flatten(0, 1), ids.flatten())  # <- loss
+            accelerator.backward(loss)
+            optimizer.step()
+        """
+    line = _line_of(train, "# <- loss")
+
+    def run(enabled: str) -> List[str]:
+        files = {"cls/configs/accelerate/zero2.yaml": launch,
+                 "cls/configs/accelerate/deepspeed/ds_zero2.json": deepspeed.replace("ENABLED", enabled),
+                 "cls/train.py": train}
+        return _codes_in_project(tmp_path, files, "AMP202")
+
+    assert run("true") == [f"cls/train.py:{line}: AMP202"]
+    assert run("false") == []
+
+
+def test_a_script_imports_the_package_of_the_sub_project_it_belongs_to(tmp_path: Path) -> None:
+    """``video/tools/train.py`` importing ``vidnet`` from ``video/vidnet``, beside
+    ``video/setup.py``: installing the sub-project puts its package on the path, so the import
+    is that package, also in a run from the repository's root. Before, only the script's folder,
+    the root and ``src`` were import roots: the model was unknown and its float16 softmax missed."""
+    model = """
+    import torch
+    import torch.nn as nn
+
+    class Pool(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.score = nn.Linear(32, 32)
+
+        def forward(self, x):
+            return (x * self.score(x).softmax(-1)).sum(1)  # <- weights
+    """
+    train = """
+    import torch
+    from vidnet.model import Pool
+
+    model = Pool().cuda().half()
+    print(model(torch.randn(4, 8, 32, device="cuda", dtype=torch.float16)))
+    """
+    line = _line_of(model, "# <- weights")
+    files = {"video/setup.py": "from setuptools import setup\nsetup(name='vidnet')\n",
+             "video/vidnet/__init__.py": "", "video/vidnet/model.py": model, "video/tools/train.py": train}
+    assert _codes_in_project(tmp_path, files, "AMP201") == [f"video/vidnet/model.py:{line}: AMP201"]
+    # without the setup.py the folder above is no import root
+    (tmp_path / "video/setup.py").unlink()
+    del files["video/setup.py"]
+    assert _codes_in_project(tmp_path, files, "AMP201") == []

@@ -103,6 +103,13 @@ DETECTRON2_BUILDERS: Dict[str, str] = {
     "build_proposal_generator": "detectron2.proposal_generator",
 }
 DETECTRON2_PACKAGE = "detectron2.modeling"
+#: Registries a project makes for its own classes: fvcore's ``Registry(name)`` (and detectron2's,
+#: which is fvcore's): ``@MODEL_REGISTRY.register()`` stores a class or function under its name
+#: (or the name given), and ``MODEL_REGISTRY.get(name)`` returns it (``fvcore/common/registry.py``).
+#: SlowFast-style ``build_model(cfg)`` is ``MODEL_REGISTRY.get(cfg.MODEL.MODEL_NAME)(cfg)``.
+CLASS_REGISTRIES: FrozenSet[str] = frozenset({
+    "fvcore.common.registry.Registry", "detectron2.utils.registry.Registry",
+})
 #: The factories that build a registered model by name -> the registry they read. timm's
 #: ``create_model(model_name, pretrained=False, **kwargs)`` looks the name up and returns
 #: ``create_fn(pretrained=pretrained, **kwargs)`` (``timm/models/_factory.py``; ``factory.py`` before

@@ -100,6 +100,14 @@ MASTER_WEIGHT_BUILDERS: FrozenSet[str] = frozenset({"apex.amp.initialize", "deep
 #: patches torch and the model's forward at run time): a copy vendored in the repository is still
 #: that library, so a run gives the same findings from inside the repository and from above it.
 KNOWN_BY_NAME: FrozenSet[str] = frozenset({"apex"})
+#: Libraries whose calls the analysis knows by name (their builders, trainers, optimizers): a copy a
+#: repository vendors as a sub-project with its own ``setup.py`` (``det/setup.py`` beside
+#: ``det/detectron2``) is not taken for that sub-project's package, which the scripts beside it
+#: import the installed library as (the import roots of :mod:`amp_lint.semantics.program`).
+MODELLED_LIBRARIES: FrozenSet[str] = frozenset({
+    "apex", "accelerate", "deepspeed", "detectron2", "fairseq", "lightning", "pytorch_lightning", "timm",
+    "transformers",
+})
 #: Calls that wrap model+optimizer into an engine with its own loss scaling (DeepSpeed).
 ENGINE_INITIALIZERS: FrozenSet[str] = frozenset({"deepspeed.initialize"})
 

@@ -15,7 +15,7 @@ from amp_lint.findings import Applicability, Severity
 from amp_lint.rules._numerics import PROJECT_TOKENS, callee_name, half_of, is_simple, number, tensor_receiver
 from amp_lint.rules.base import Hazard, Invalid, Rule, Valid, find_arg
 from amp_lint.semantics.torch_api import param_dtypes
-from amp_lint.semantics.values import F16, Obj, Scalar, Tensor
+from amp_lint.semantics.values import F16, NONE, Ext, Obj, Scalar, Tensor, known_strings, options
 
 class Fp16UnderflowingEpsilon(Rule):
     code = "AMP302"
@@ -191,6 +191,26 @@ class Fp16UnderflowingEpsilon(Rule):
         ),
         Invalid(
             """
+            import sys
+            import bitsandbytes as bnb
+            import torch
+            import torch.nn as nn
+            unet = nn.Conv2d(4, 4, 3).to("cuda", dtype=torch.float16)
+            optimizer_class = bnb.optim.AdamW8bit if "--use-8bit-adam" in sys.argv else torch.optim.AdamW
+            optimizer = optimizer_class([p for p in unet.parameters() if p.requires_grad], lr=1e-4, eps=1e-8)
+            """,
+            expected="""
+            import sys
+            import bitsandbytes as bnb
+            import torch
+            import torch.nn as nn
+            unet = nn.Conv2d(4, 4, 3).to("cuda", dtype=torch.float16)
+            optimizer_class = bnb.optim.AdamW8bit if "--use-8bit-adam" in sys.argv else torch.optim.AdamW
+            optimizer = optimizer_class([p for p in unet.parameters() if p.requires_grad], lr=1e-4, eps=1e-4)
+            """,
+        ),
+        Invalid(
+            """
             import torch
             import torch.nn as nn
             model = nn.Linear(8, 8)
@@ -256,7 +276,7 @@ class Fp16UnderflowingEpsilon(Rule):
         kind = None
         optimizer_name = ""
         for obs in self.ctx.observations(node):
-            name = callee_name(obs, node) or ""
+            name = callee_name(obs, node) or _torch_optimizer_among(obs, node)
             short = name.rsplit(".", 1)[-1]
             if name.startswith("torch.optim.") and short in EPS_OPTIMIZERS:
                 hazard = self._optimizer(obs, node, short)
@@ -327,9 +347,11 @@ class Fp16UnderflowingEpsilon(Rule):
                            "normalise in float32 and cast back", obs.label(half.dtypes, half), half)
 
     def _optimizer(self, obs, node: ast.Call, short: str) -> Optional[Hazard]:
-        optimizer = obs.value(node)
-        if not isinstance(optimizer, Obj) or optimizer.kind != "optimizer":
+        built = [o for o in options(obs.value(node)) if isinstance(o, Obj) and o.kind == "optimizer"
+                 and any(name.endswith("." + short) for name in known_strings(o.get("name") or NONE))]
+        if len(built) != 1:
             return None
+        optimizer = built[0]
         fused = optimizer.get("fused")
         if isinstance(fused, Scalar) and fused.value is True:
             return None
@@ -382,3 +404,12 @@ class Fp16UnderflowingEpsilon(Rule):
         fix.replace(arg, codegen.method_call(arg, "float"))
         fix.replace(call, lambda updated: codegen.method_call(updated, "type_as", [cst.Arg(back)]))
         return fix
+
+
+def _torch_optimizer_among(obs, call: ast.Call) -> str:
+    """Of a class picked at run time (``bnb.optim.AdamW8bit if args.use_8bit_adam else
+    torch.optim.AdamW``), the one torch optimizer with an eps it may be, or ""."""
+    value = obs.value(call.func)
+    names = {o.name for o in options(value) if isinstance(o, Ext) and o.name.startswith("torch.optim.")
+             and o.name.rsplit(".", 1)[-1] in EPS_OPTIMIZERS}
+    return names.pop() if len(names) == 1 else ""

@@ -1338,15 +1338,20 @@ class Interpreter:
 
     def _register_in_library(self, node: ast.AST, value: Value, frame: Frame) -> None:
         """``@META_ARCH_REGISTRY.register()`` (or ``.register("name")``) of detectron2 over a class
-        or a builder function: the library's builder (``build_model(cfg)``) may build it."""
+        or a builder function: the library's builder (``build_model(cfg)``) may build it; of a
+        project's own fvcore ``Registry``, its ``get(name)`` returns it."""
         for dec in getattr(node, "decorator_list", ()):
             if not (isinstance(dec, ast.Call) and isinstance(dec.func, ast.Attribute) and dec.func.attr == "register"):
                 continue
             holder = frame.record.values.get(id(dec.func.value))
             for option in options(holder) if holder is not None else ():
-                if not (isinstance(option, Ext) and option.name.startswith(libraries.DETECTRON2_PACKAGE)):
+                if isinstance(option, Obj) and option.kind == "class_registry":
+                    key = option.get("key")  # a project's fvcore ``Registry``
+                    registry = key.value if isinstance(key, Scalar) and isinstance(key.value, str) else None
+                elif isinstance(option, Ext) and option.name.startswith(libraries.DETECTRON2_PACKAGE):
+                    registry = libraries.DETECTRON2_REGISTRIES.get(option.name.rsplit(".", 1)[-1])
+                else:
                     continue
-                registry = libraries.DETECTRON2_REGISTRIES.get(option.name.rsplit(".", 1)[-1])
                 if registry is None:
                     continue
                 given = dec.args[0] if dec.args else None
@@ -2263,10 +2268,15 @@ class Interpreter:
         before = frame.env.get(target) if target is not None else None
         lefts: List[Value] = []
         rebound = False
+        built: List[Value] = []  # of a registry's classes: the models they build stay apart, as many
+        wide = isinstance(callee, Union) and callee.wide
         for option in choices:
             if before is not None:
                 frame.env[target] = before  # type: ignore[index]
-            out = join(out, self.call(option, args, kwargs, frame, node))
+            result = self.call(option, args, kwargs, frame, node)
+            if wide:
+                built.append(result)
+            out = join(out, result)
             if before is not None:
                 # a method that changes its receiver in place (``model.half()`` on one of several
                 # models): the name holds whatever each option left, not the last option's result;
@@ -2288,6 +2298,8 @@ class Interpreter:
         if frame.narrowed and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
                 and any(isinstance(option, (Module, Instance)) for option in options(receiver)):
             forget_fields(frame, func.value.id)  # ``self.half()``, ``self.reset()``: its fields may change
+        if built and len(built) <= REGISTRY_MODEL_LIMIT:
+            out = registry_join(built)
         if any(isinstance(option, (FuncVal, ClassVal, Instance, Module)) for option in choices):
             _open_passed_dicts(node, frame)  # user code may store keys into a dict it was handed
             if frame.narrowed:  # ... or into the fields of an object it was handed
@@ -3694,6 +3706,10 @@ def _use_key(module: Module, origin: Origin) -> Tuple:
 
 #: the kinds of value whose equal members may still name different half casts (evidence)
 _NAMING_CASTS = (Module, Union, Tensor, Seq)
+#: at most this many models built at one call of a registry's classes stay apart (SlowFast's
+#: ``MODEL_REGISTRY.get(name)(cfg)``, a dozen architectures); more (fairseq's hundred
+#: architectures, each a forward to run) join as other unions do: into an unknown module
+REGISTRY_MODEL_LIMIT = 16
 
 
 def join_envs(a: Optional[Dict[str, Value]], b: Optional[Dict[str, Value]],

@@ -18,7 +18,7 @@ from functools import cached_property
 from pathlib import PurePosixPath
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
-from amp_lint.data.training import KNOWN_BY_NAME
+from amp_lint.data.training import KNOWN_BY_NAME, MODELLED_LIBRARIES
 from amp_lint.semantics.values import Value
 
 Scope = ast.AST  # a Module, FunctionDef, AsyncFunctionDef or Lambda node
@@ -294,7 +294,11 @@ class ModuleIndex:
     def resolve_absolute(self, importer: SourceModule, dotted: str) -> Optional[object]:
         if dotted.split(".", 1)[0] in KNOWN_BY_NAME:
             return None  # the library, also where the repository vendors a copy
+        vendored = set(self._setup_roots(importer)) - set(self._package_roots(importer)) \
+            if dotted.split(".", 1)[0] in MODELLED_LIBRARIES else set()
         for root in self.roots(importer):
+            if root in vendored:
+                continue  # a vendored copy of a library the analysis knows: that library
             found = self._lookup(root, dotted)
             if found is not None:
                 return found
@@ -309,26 +313,46 @@ class ModuleIndex:
             return self.by_relpath.get(f"{package}/__init__.py" if package else "__init__.py") or Namespace(package)
         return self._lookup(package, dotted)
 
-    def roots(self, importer: SourceModule) -> List[str]:
-        """Import roots for ``importer``, first match wins (script folder first, as Python). A
-        module of a package that is not run as a script does not see its own folder: Python 3
-        imports ``torch`` from ``pkg/utils/generation.py`` as the library, not ``pkg/utils/torch.py``."""
+    def _setup_roots(self, importer: SourceModule, before: Sequence[str] = ()) -> List[str]:
+        """The folders above ``importer`` with a ``setup.py``, nearest first, that are not import
+        roots already (``before``: the others): a sub-project whose package its install puts on the
+        path (``video/tools/train.py`` importing ``video/slowfast``)."""
+        folder = importer.folder
+        if not before:
+            before = self._base_roots(importer)
+        return [str(parent) for parent in PurePosixPath(folder).parents
+                if folder and str(parent) != "." and str(parent) not in before
+                and f"{parent}/setup.py" in self.by_relpath]
+
+    def _base_roots(self, importer: SourceModule) -> List[str]:
+        """The script's folder (or none, for a module of a package), ``sys.path`` folders it adds,
+        the root and ``src``."""
         roots: List[str] = []
         folder = importer.folder
         own = folder if not folder or importer.is_script or (folder + "/__init__.py") not in self.by_relpath else None
         for root in (own, *importer.extra_roots, "", "src"):
-            if root is None:
-                continue
-            if root not in roots:
+            if root is not None and root not in roots:
                 roots.append(root)
-        # a file inside a package imported by its package name: the folder above the package
+        return roots
+
+    def roots(self, importer: SourceModule) -> List[str]:
+        """Import roots for ``importer``, first match wins (script folder first, as Python). A
+        module of a package that is not run as a script does not see its own folder: Python 3
+        imports ``torch`` from ``pkg/utils/generation.py`` as the library, not ``pkg/utils/torch.py``."""
+        roots = self._base_roots(importer)
+        roots.extend(self._setup_roots(importer, roots))
+        roots.extend(root for root in self._package_roots(importer) if root not in roots)
+        return roots
+
+    def _package_roots(self, importer: SourceModule) -> List[str]:
+        """For a file inside a package, imported by its package name: the folders above the package."""
+        found: List[str] = []
         folder = importer.folder
         while folder and (folder + "/__init__.py") in self.by_relpath:
             folder = str(PurePosixPath(folder).parent)
             folder = "" if folder == "." else folder
-            if folder not in roots:
-                roots.append(folder)
-        return roots
+            found.append(folder)
+        return found
 
 
 @dataclass(frozen=True)

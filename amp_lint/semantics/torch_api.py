@@ -196,7 +196,7 @@ def obj_attr(value: Obj, name: str) -> Value:
     if found is not None:
         return found
     if value.kind in ("optimizer", "grad_scaler", "argparser", "accelerator", "ds_engine", "scheduler", "namespace",
-                      "dataloader", "trainer", "fabric"):
+                      "dataloader", "trainer", "fabric", "class_registry"):
         if value.kind == "namespace":
             return UNKNOWN
         if value.kind == "optimizer" and name == "param_groups":
@@ -1166,6 +1166,9 @@ def call_ext(interp: "Interpreter", frame: "Frame", qualified: str, args: List[V
         built = build_from_config(interp, frame, libraries.DETECTRON2_BUILDERS[short], args, kwargs, node)
         if built is not None:
             return built
+    if qualified in libraries.CLASS_REGISTRIES:  # a project's own registry, told apart by where it is made
+        where = _site(frame, node)
+        return obj("class_registry", key=Scalar("str", f"registry:{where}"))
     if qualified in libraries.MODEL_CLASS_BUILDERS and positional and len(positional) == len(args):
         passed = {k: v for k, v in kwargs.items() if k not in libraries.MODEL_CLASS_BUILDER_KEYWORDS}
         config = kwargs.get("model_cfg")
@@ -2101,6 +2104,23 @@ def build_registered(interp: "Interpreter", frame: "Frame", registry: str, args:
     return out
 
 
+def registered_class(interp: "Interpreter", frame: "Frame", registry: Obj, name: Value) -> Value:
+    """``REGISTRY.get(name)`` of a project's fvcore registry: the class or function registered under
+    ``name``, or, where the name is not known here (a config's), any of them (the program's files'
+    first). Unknown where nothing is registered there or the name is not."""
+    key = registry.get("key")
+    registered = interp.library_models.get(key.value) if isinstance(key, Scalar) and isinstance(key.value, str) else None
+    if not registered:
+        return UNKNOWN
+    names = known_strings(name)
+    if names and any(n not in registered for n in names):
+        return UNKNOWN
+    builders = _program_builders(interp, frame, [registered[n] for n in names] if names else list(registered.values()))
+    if len(builders) > REGISTRY_UNION_LIMIT:
+        return UNKNOWN
+    return registry_join(builders)
+
+
 def build_from_config(interp: "Interpreter", frame: "Frame", registry: str, args: List[Value],
                       kwargs: Dict[str, Value], node: Optional[ast.AST]) -> Optional[Value]:
     """detectron2's ``build_model(cfg)``: the class (or builder) the config names among those the
@@ -2210,6 +2230,8 @@ def obj_method(interp: "Interpreter", frame: "Frame", value: Obj, name: str, arg
                kwargs: Dict[str, Value], node: Optional[ast.AST]) -> Value:
     positional = _positional(args)
     kind = value.kind
+    if kind == "class_registry" and name == "get" and len(positional) == 1 and not kwargs:
+        return registered_class(interp, frame, value, positional[0])
     if kind == "file" and name in ("read", "__enter__"):
         return obj("file_text", path=value.get("path") or UNKNOWN) if name == "read" else value
     if kind == "super":
@@ -2470,11 +2492,31 @@ def shipped_accelerate_configs(interp: "Interpreter", where: str) -> List[Tuple[
                     data = interp.configs.load(path)
                     if not isinstance(data, dict) or "distributed_type" not in data:
                         continue
-                    bits = {"fp16": F16, "bf16": BF16}.get(str(data.get("mixed_precision")), 0)
-                    if bits and str(data.get("distributed_type")).upper() == "DEEPSPEED":
+                    if str(data.get("distributed_type")).upper() != "DEEPSPEED":
+                        continue
+                    bits = {"fp16": F16, "bf16": BF16}.get(str(data.get("mixed_precision")), 0) or \
+                        _deepspeed_file_half(interp, data.get("deepspeed_config"), path)
+                    if bits:
                         found.append((path, bits))
     # float16 configs first: their evidence is the one a finding names (float16 overflows, bfloat16 does not)
     return sorted(found, key=lambda item: item[1] != F16)
+
+
+def _deepspeed_file_half(interp: "Interpreter", section: object, config_path: str) -> int:
+    """The half dtype of the DeepSpeed config file an accelerate config names
+    (``deepspeed_config: {deepspeed_config_file: configs/ds_zero1.json}``, where the precision is
+    set instead of ``mixed_precision``): a path relative to the folder the run starts from, looked
+    for from the accelerate config's folder up to the root. 0 where none is read or it enables none."""
+    named = section.get("deepspeed_config_file") if isinstance(section, dict) else None
+    if not isinstance(named, str):
+        return 0
+    for folder in PurePosixPath(config_path).parents:
+        base = "" if str(folder) == "." else str(folder)
+        data = interp.configs.load("/".join(part for part in (base, named) if part))
+        if isinstance(data, dict):
+            half = deepspeed_half(config_value(data))
+            return half[0] if half is not None and half[1] is None else 0
+    return 0
 
 
 def _mixed_precision_dtype(value: Optional[Value]) -> int:

@@ -742,7 +742,7 @@ def _kept_wide(members: List[Value], wide: bool) -> bool:
     :data:`MODULE_UNION_LIMIT`), functions (at most :data:`FUNCTION_UNION_LIMIT`: what a dispatcher
     such as ``get_activation_fn(name)`` returns) and, in a registry's union, project classes (at
     most :data:`REGISTRY_UNION_LIMIT`) count as one member each beside the others."""
-    modules = sum(1 for m in members if _of_a_module(m))
+    modules = sum(1 for m in members if _of_a_module(m) and not (wide and _registered(m)))
     registered = sum(1 for m in members if _registered(m)) if wide else 0
     functions = sum(1 for m in members if _a_function(m) and not (wide and _registered(m)))
     others = len(members) - modules - registered - functions
@@ -758,11 +758,15 @@ def _a_function(value: Value) -> bool:
 
 
 def _registered(value: Value) -> bool:
-    """A project class (what a registry of architectures keeps), an instance of one, a method
-    bound to such an instance, or a project module (one of a package's plugins imported by name)."""
+    """A project class (what a registry of architectures keeps), an instance of one (a model it
+    builds included), a method bound to such an instance, or a project module (one of a package's
+    plugins imported by name)."""
     if isinstance(value, FuncVal):
         value = value.bound
-    return isinstance(value, (ClassVal, ModVal)) or isinstance(value, Instance) and isinstance(value.cls, ClassVal)
+    elif isinstance(value, Method):
+        value = value.recv
+    return isinstance(value, (ClassVal, ModVal)) or isinstance(value, (Instance, Module)) \
+        and isinstance(value.cls, ClassVal)
 
 
 def _of_a_module(value: Value) -> bool:
