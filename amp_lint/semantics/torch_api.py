@@ -2088,12 +2088,9 @@ def build_registered(interp: "Interpreter", frame: "Frame", registry: str, args:
     positional = _positional(args)
     if not registered or len(positional) < len(args):
         return None
-    name = positional[0] if positional else kwargs.get("model_name", UNKNOWN)
-    names = known_strings(name)
-    if names and any(n not in registered for n in names):
-        return None
-    builders = _program_builders(interp, frame, [registered[n] for n in names] if names else list(registered.values()))
-    if len(builders) > REGISTRY_UNION_LIMIT:
+    builders = _builders_named(interp, frame, registered, positional[0] if positional else kwargs.get(
+        "model_name", UNKNOWN))
+    if builders is None:
         return None
     passed = {k: v for k, v in kwargs.items() if k not in libraries.MODEL_FACTORY_KEYWORDS}
     if len(positional) > 1:
@@ -2110,15 +2107,20 @@ def registered_class(interp: "Interpreter", frame: "Frame", registry: Obj, name:
     first). Unknown where nothing is registered there or the name is not."""
     key = registry.get("key")
     registered = interp.library_models.get(key.value) if isinstance(key, Scalar) and isinstance(key.value, str) else None
-    if not registered:
-        return UNKNOWN
+    builders = _builders_named(interp, frame, registered, name) if registered else None
+    return registry_join(builders) if builders is not None else UNKNOWN
+
+
+def _builders_named(interp: "Interpreter", frame: "Frame", registered: Dict[str, Dict[str, Value]],
+                    name: Value) -> Optional[List[Value]]:
+    """What a registry keeps under ``name`` (name -> file -> builder), or, where the name is not
+    known here, everything it keeps (the program's files' first); None where a name known here is
+    not registered or there are more than :data:`REGISTRY_UNION_LIMIT`."""
     names = known_strings(name)
     if names and any(n not in registered for n in names):
-        return UNKNOWN
+        return None
     builders = _program_builders(interp, frame, [registered[n] for n in names] if names else list(registered.values()))
-    if len(builders) > REGISTRY_UNION_LIMIT:
-        return UNKNOWN
-    return registry_join(builders)
+    return builders if len(builders) <= REGISTRY_UNION_LIMIT else None
 
 
 def build_from_config(interp: "Interpreter", frame: "Frame", registry: str, args: List[Value],
