@@ -47,7 +47,7 @@ from amp_lint.semantics.program import (
 from amp_lint.semantics.values import (
     BF16, BOOL, F16, F32, FLOATS, HALF, NONE, OPEN_KEYS, UNION_LIMIT, UNKNOWN, Builtin, ClassVal, Coll, DictVal, DType, Ext, FuncVal, Star,
     Instance, Method, ModVal, Module, Obj, Origin, Scalar, Seq, Tensor, Union, Value, covers, element, join, options,
-    carries_half, half_cast_keys, known_strings, registry_join, shape, union_of,
+    carries_half, half_cast_keys, known_strings, registry_join, REGISTRY_MODEL_LIMIT, shape, union_of,
     made_under, text_or_default, with_cast_origin, with_condition, without_condition,
 )
 
@@ -2298,7 +2298,10 @@ class Interpreter:
         if frame.narrowed and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
                 and any(isinstance(option, (Module, Instance)) for option in options(receiver)):
             forget_fields(frame, func.value.id)  # ``self.half()``, ``self.reset()``: its fields may change
-        if built and len(built) <= REGISTRY_MODEL_LIMIT:
+        made = [o for b in built for o in options(b)]
+        if made and len(made) <= REGISTRY_MODEL_LIMIT and all(isinstance(o, Module) for o in made):
+            # a few models stay apart; other objects join as anywhere (a registry's hundred
+            # instances kept apart made the project phase on torch's first 250 files 2.5x as long)
             out = registry_join(built)
         if any(isinstance(option, (FuncVal, ClassVal, Instance, Module)) for option in choices):
             _open_passed_dicts(node, frame)  # user code may store keys into a dict it was handed
@@ -3706,10 +3709,6 @@ def _use_key(module: Module, origin: Origin) -> Tuple:
 
 #: the kinds of value whose equal members may still name different half casts (evidence)
 _NAMING_CASTS = (Module, Union, Tensor, Seq)
-#: at most this many models built at one call of a registry's classes stay apart (SlowFast's
-#: ``MODEL_REGISTRY.get(name)(cfg)``, a dozen architectures); more (fairseq's hundred
-#: architectures, each a forward to run) join as other unions do: into an unknown module
-REGISTRY_MODEL_LIMIT = 16
 
 
 def join_envs(a: Optional[Dict[str, Value]], b: Optional[Dict[str, Value]],

@@ -507,6 +507,12 @@ FUNCTION_UNION_LIMIT = 12
 #: variable trackers) made every method call run each override, and the project phase on torch's
 #: first 250 files took 12 times as long
 REGISTRY_UNION_LIMIT = 128
+#: at most this many models (or their methods) a registry's union keeps: the models built at one call
+#: of its classes (SlowFast's ``MODEL_REGISTRY.get(name)(cfg)``, a dozen architectures); more
+#: (fairseq's hundred architectures, each a forward to run) join into an unknown module. Counting
+#: models as a registry's classes (up to 128) made the project phase on torch's first 250 files
+#: five times as long
+REGISTRY_MODEL_LIMIT = 16
 
 
 @dataclass(frozen=True, eq=False)
@@ -742,11 +748,11 @@ def _kept_wide(members: List[Value], wide: bool) -> bool:
     :data:`MODULE_UNION_LIMIT`), functions (at most :data:`FUNCTION_UNION_LIMIT`: what a dispatcher
     such as ``get_activation_fn(name)`` returns) and, in a registry's union, project classes (at
     most :data:`REGISTRY_UNION_LIMIT`) count as one member each beside the others."""
-    modules = sum(1 for m in members if _of_a_module(m) and not (wide and _registered(m)))
+    modules = sum(1 for m in members if _of_a_module(m))
     registered = sum(1 for m in members if _registered(m)) if wide else 0
     functions = sum(1 for m in members if _a_function(m) and not (wide and _registered(m)))
     others = len(members) - modules - registered - functions
-    return modules <= MODULE_UNION_LIMIT and registered <= REGISTRY_UNION_LIMIT \
+    return modules <= (REGISTRY_MODEL_LIMIT if wide else MODULE_UNION_LIMIT) and registered <= REGISTRY_UNION_LIMIT \
         and functions <= FUNCTION_UNION_LIMIT \
         and others + (modules > 0) + (registered > 0) + (functions > 0) <= UNION_LIMIT
 
@@ -758,15 +764,11 @@ def _a_function(value: Value) -> bool:
 
 
 def _registered(value: Value) -> bool:
-    """A project class (what a registry of architectures keeps), an instance of one (a model it
-    builds included), a method bound to such an instance, or a project module (one of a package's
-    plugins imported by name)."""
+    """A project class (what a registry of architectures keeps), an instance of one, a method
+    bound to such an instance, or a project module (one of a package's plugins imported by name)."""
     if isinstance(value, FuncVal):
         value = value.bound
-    elif isinstance(value, Method):
-        value = value.recv
-    return isinstance(value, (ClassVal, ModVal)) or isinstance(value, (Instance, Module)) \
-        and isinstance(value.cls, ClassVal)
+    return isinstance(value, (ClassVal, ModVal)) or isinstance(value, Instance) and isinstance(value.cls, ClassVal)
 
 
 def _of_a_module(value: Value) -> bool:
