@@ -2268,7 +2268,7 @@ class Interpreter:
         before = frame.env.get(target) if target is not None else None
         lefts: List[Value] = []
         rebound = False
-        built: List[Value] = []  # of a registry's classes: the models they build stay apart, as many
+        built: List[Value] = []  # what each of a registry's classes (a wide union) returns
         wide = isinstance(callee, Union) and callee.wide
         for option in choices:
             if before is not None:

@@ -294,8 +294,7 @@ class ModuleIndex:
     def resolve_absolute(self, importer: SourceModule, dotted: str) -> Optional[object]:
         if dotted.split(".", 1)[0] in KNOWN_BY_NAME:
             return None  # the library, also where the repository vendors a copy
-        vendored = set(self._setup_roots(importer)) - set(self._package_roots(importer)) \
-            if dotted.split(".", 1)[0] in MODELLED_LIBRARIES else set()
+        vendored = self._vendored_roots(importer) if dotted.split(".", 1)[0] in MODELLED_LIBRARIES else set()
         for root in self.roots(importer):
             if root in vendored:
                 continue  # a vendored copy of a library the analysis knows: that library
@@ -313,13 +312,16 @@ class ModuleIndex:
             return self.by_relpath.get(f"{package}/__init__.py" if package else "__init__.py") or Namespace(package)
         return self._lookup(package, dotted)
 
-    def _setup_roots(self, importer: SourceModule, before: Sequence[str] = ()) -> List[str]:
-        """The folders above ``importer`` with a ``setup.py``, nearest first, that are not import
-        roots already (``before``: the others): a sub-project whose package its install puts on the
-        path (``video/tools/train.py`` importing ``video/slowfast``)."""
+    def _vendored_roots(self, importer: SourceModule) -> Set[str]:
+        """The sub-project roots of :meth:`_setup_roots` that are no other kind of root: where a
+        library the analysis knows is a vendored copy, not the package the scripts import."""
+        return set(self._setup_roots(importer, self._base_roots(importer))) - set(self._package_roots(importer))
+
+    def _setup_roots(self, importer: SourceModule, before: Sequence[str]) -> List[str]:
+        """The folders above ``importer`` with a ``setup.py``, nearest first, that are not among the
+        roots ``before``: a sub-project whose package its install puts on the path
+        (``video/tools/train.py`` importing ``video/slowfast``)."""
         folder = importer.folder
-        if not before:
-            before = self._base_roots(importer)
         return [str(parent) for parent in PurePosixPath(folder).parents
                 if folder and str(parent) != "." and str(parent) not in before
                 and f"{parent}/setup.py" in self.by_relpath]

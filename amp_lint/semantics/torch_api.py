@@ -1735,13 +1735,11 @@ def deepspeed_half(config: Optional[Value]) -> Optional[Tuple[int, Optional[str]
     when the config is not known or enables neither (``"auto"`` is decided by a trainer). Of a
     config that may be one of several (a builder that returns its dict or gives up), the first
     that enables one."""
-    if config is not None and not isinstance(config, DictVal):
-        for option in options(config):
+    if not isinstance(config, DictVal):
+        for option in options(config) if config is not None else ():
             half = deepspeed_half(option) if isinstance(option, DictVal) else None
             if half is not None:
                 return half
-        return None
-    if config is None:
         return None
     for key, name in trainingdata.DEEPSPEED_HALF_SECTIONS:
         bits = _DTYPE_BITS[name]
